@@ -1,0 +1,51 @@
+# manip workspace. First use: `make demo` or `make test` create .venv via scripts/setup.sh.
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+VENV   := .venv
+PYTHON := $(VENV)/bin/python
+# Written by scripts/setup.sh when a setup completed (and removed while one is in progress).
+SETUP_OK := $(VENV)/.manip-setup/verified
+# Extra arguments for pytest, e.g. make test PYTEST_ARGS='-m "not slow" -x'
+PYTEST_ARGS ?=
+
+.PHONY: setup test demo bench clean distclean
+
+# Full (re)setup; only redoes the steps whose inputs changed.
+setup:
+	scripts/setup.sh
+
+# Only when the venv is missing (test/demo/bench depend on this file).
+$(PYTHON):
+	scripts/setup.sh
+
+# The venv exists but a setup never completed in it (interrupted, or made by hand): finish it.
+define ensure_setup
+	@test -f $(SETUP_OK) || scripts/setup.sh
+endef
+
+test: $(PYTHON)
+	$(ensure_setup)
+	@for d in $$(sed -n 's/^testpaths *= *//p' pytest.ini); do \
+	  test -d "$$d" || { echo "make test: testpaths entry '$$d' (pytest.ini) does not exist" >&2; exit 1; }; \
+	done
+	ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST $(PYTHON) -m pytest $(PYTEST_ARGS)
+
+demo: $(PYTHON)
+	$(ensure_setup)
+	$(VENV)/bin/manip-model describe ur5
+	$(VENV)/bin/manip-model fk ur5 --q 0 -1.57 1.57 0 1.57 0
+	$(VENV)/bin/manip-model ik ur5 --xyz 0.4 0.2 0.3 --rpy 3.14159 0 0
+
+bench: $(PYTHON)
+	$(ensure_setup)
+	$(PYTHON) bench/core.py
+
+# Build products and caches; keeps .venv (use distclean to remove it too).
+clean:
+	rm -rf build .pytest_cache
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.egg-info' \) -type d -print0 | xargs -0 -r rm -rf
+	find . -path ./$(VENV) -prune -o \( -name '*.nbi' -o -name '*.nbc' \) -type f -print0 | xargs -0 -r rm -f
+
+distclean: clean
+	rm -rf $(VENV)

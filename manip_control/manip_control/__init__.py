@@ -1,0 +1,1 @@
+"""Joint-space and task-space controllers of the manip stack."""

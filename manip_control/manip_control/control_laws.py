@@ -1,0 +1,196 @@
+"""Joint-space control laws of the trajectory controller (no rclpy).
+
+- :class:`ComputedTorque`: tau = M(q) (qdd_d + Kp e + Kd ed) + c(q, qd) + g(q)  (Lynch & Park, Modern
+  Robotics, eq. 11.35, with the integral term left out). With a perfect model the closed loop is
+  e'' + Kd e' + Kp e = 0 for every joint, whatever the configuration; Kp, Kd in 1/s^2 and 1/s.
+- :class:`PD`: tau = Kp e + Kd ed (+ g(q) with gravity compensation); Kp, Kd in N*m/rad and N*m*s/rad (N/m,
+  N*s/m for prismatic joints). With gravity compensation a constant set point is asymptotically stable
+  (Takegaki & Arimoto 1981).
+
+e = q_d - q (the shortest angle for continuous joints), ed = qd_d - qd. Every law clips its output to the
+effort limits of the model (joints without a finite, positive limit are not clipped) and reports which
+joints saturated.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ControlOutput", "ComputedTorque", "PD", "clip_efforts", "gravity_hold", "position_error",
+           "computed_torque_default_gains", "pd_default_gains", "make_law", "DEFAULT_NATURAL_FREQUENCY",
+           "DEFAULT_PD_NATURAL_FREQUENCY", "CONTROL_LAWS"]
+
+# Closed-loop natural frequency (rad/s) of the default computed-torque gains (critically damped).
+DEFAULT_NATURAL_FREQUENCY = 20.0
+# Natural frequency (rad/s) the default PD gains give each joint alone at the reference configuration.
+DEFAULT_PD_NATURAL_FREQUENCY = 10.0
+CONTROL_LAWS = ("computed_torque", "pd")
+
+
+@dataclass
+class ControlOutput:
+    """tau: efforts after clipping (N*m or N); tau_unclipped: before; saturated: (n,) bool per joint."""
+
+    tau: np.ndarray
+    tau_unclipped: np.ndarray
+    saturated: np.ndarray
+
+    @property
+    def any_saturated(self):
+        return bool(self.saturated.any())
+
+
+def clip_efforts(tau, limits):
+    """ControlOutput of tau clipped to [-limits, limits]; a limit that is not finite and positive leaves the
+    joint unclipped. NaN in tau (which a law never produces from finite input) becomes 0 and counts as
+    saturated, so that a command is always finite and within the limits."""
+    tau = np.asarray(tau, dtype=np.float64)
+    lim = np.asarray(limits, dtype=np.float64)
+    lim = np.where(np.isfinite(lim) & (lim > 0.0), lim, np.inf)
+    out = np.clip(np.where(np.isnan(tau), 0.0, tau), -lim, lim)
+    bad = ~np.isfinite(out)
+    out[bad] = 0.0
+    return ControlOutput(tau=out, tau_unclipped=tau.copy(), saturated=(out != tau) | bad | np.isnan(tau))
+
+
+def position_error(q_d, q, continuous=None):
+    """q_d - q; for the joints flagged in ``continuous`` the shortest angle in [-pi, pi)."""
+    e = np.asarray(q_d, dtype=np.float64) - np.asarray(q, dtype=np.float64)
+    if continuous is not None and np.any(continuous):
+        e = np.where(continuous, (e + math.pi) % (2.0 * math.pi) - math.pi, e)
+    return e
+
+
+def _gain(value, default, n, what):
+    if value is None or np.size(value) == 0:
+        return np.array(default, dtype=np.float64) * np.ones(n)
+    g = np.asarray(value, dtype=np.float64).reshape(-1)
+    if g.size == 1:
+        g = np.full(n, float(g[0]))
+    if g.size != n:
+        raise ValueError(f"{what} needs 1 or {n} values (one per joint), got {g.size}")
+    if not np.all(np.isfinite(g)) or np.any(g < 0.0):
+        raise ValueError(f"{what} must be finite and >= 0, got {g.tolist()}")
+    return g
+
+
+def computed_torque_default_gains(n, natural_frequency=DEFAULT_NATURAL_FREQUENCY, damping_ratio=1.0):
+    """(Kp, Kd) = (wn^2, 2 zeta wn) for n joints: every joint's error behaves as a 2nd-order system."""
+    wn = float(natural_frequency)
+    return np.full(n, wn * wn), np.full(n, 2.0 * damping_ratio * wn)
+
+
+def _reference_q(model):
+    lo, hi = np.asarray(model.joint_lower, float), np.asarray(model.joint_upper, float)
+    return np.clip(np.zeros(model.dof), np.where(np.isfinite(lo), lo, -np.inf), np.where(np.isfinite(hi), hi,
+                                                                                        np.inf))
+
+
+def pd_default_gains(model, natural_frequency=DEFAULT_PD_NATURAL_FREQUENCY, damping_ratio=1.0, q_ref=None):
+    """(Kp, Kd) in N*m/rad, N*m*s/rad: Kp_i = m_i wn^2, Kd_i = 2 zeta wn m_i, where m_i = M_ii(q_ref) is
+    joint i's inertia with the other joints locked at q_ref (default: zero, clipped to the limits)."""
+    q = _reference_q(model) if q_ref is None else np.asarray(q_ref, float)
+    m = np.diag(model.mass_matrix(q)).copy()
+    wn = float(natural_frequency)
+    return m * wn * wn, 2.0 * damping_ratio * wn * m
+
+
+class _Law:
+    name = ""
+
+    def __init__(self, model):
+        self.model = model
+        self.effort_limits = np.asarray(model.effort_limits, dtype=np.float64)
+        types = list(getattr(model, "joint_types", []) or [])
+        self.continuous = np.array([t == "continuous" for t in types], dtype=bool) if types else None
+        self._zero = np.zeros(model.dof)
+
+    def _vectors(self, *xs):
+        n = self.model.dof
+        out = []
+        for x in xs:
+            a = np.asarray(x, dtype=np.float64).reshape(-1)
+            if a.shape != (n,):
+                raise ValueError(f"expected {n} values, got {a.shape[0]}")
+            out.append(a)
+        return out
+
+    def errors(self, q, qd, q_d, qd_d):
+        """(e, ed) = (q_d - q, qd_d - qd)."""
+        return position_error(q_d, q, self.continuous), np.asarray(qd_d, float) - np.asarray(qd, float)
+
+    def hold(self, q_hold, q, qd):
+        """Output holding the set point q_hold (zero desired velocity and acceleration)."""
+        return self.compute(q, qd, q_hold, self._zero, self._zero)
+
+    def compute(self, q, qd, q_d, qd_d, qdd_d):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __call__(self, q, qd, q_d, qd_d, qdd_d):
+        return self.compute(q, qd, q_d, qd_d, qdd_d)
+
+
+class ComputedTorque(_Law):
+    """tau = M(q) (qdd_d + Kp e + Kd ed) + c(q, qd) + g(q), clipped to the effort limits.
+
+    kp, kd: per joint (1/s^2, 1/s) or one value for all; None or empty: critically damped at
+    ``natural_frequency`` rad/s (Kp = wn^2, Kd = 2 wn). The term M (...) + c + g is one recursive
+    Newton-Euler call: inverse_dynamics(q, qd, qdd_d + Kp e + Kd ed).
+    """
+
+    name = "computed_torque"
+
+    def __init__(self, model, kp=None, kd=None, natural_frequency=DEFAULT_NATURAL_FREQUENCY, damping_ratio=1.0):
+        super().__init__(model)
+        kp0, kd0 = computed_torque_default_gains(model.dof, natural_frequency, damping_ratio)
+        self.kp = _gain(kp, kp0, model.dof, "kp")
+        self.kd = _gain(kd, kd0, model.dof, "kd")
+
+    def compute(self, q, qd, q_d, qd_d, qdd_d):
+        q, qd, q_d, qd_d, qdd_d = self._vectors(q, qd, q_d, qd_d, qdd_d)
+        e, ed = self.errors(q, qd, q_d, qd_d)
+        a = qdd_d + self.kp * e + self.kd * ed
+        return clip_efforts(self.model.inverse_dynamics(q, qd, a), self.effort_limits)
+
+
+class PD(_Law):
+    """tau = Kp e + Kd ed (+ g(q) when gravity_compensation), clipped to the effort limits.
+
+    kp, kd: per joint (N*m/rad, N*m*s/rad) or one value for all; None or empty: :func:`pd_default_gains`.
+    The desired acceleration is not used.
+    """
+
+    name = "pd"
+
+    def __init__(self, model, kp=None, kd=None, gravity_compensation=True,
+                 natural_frequency=DEFAULT_PD_NATURAL_FREQUENCY, damping_ratio=1.0):
+        super().__init__(model)
+        need_defaults = kp is None or np.size(kp) == 0 or kd is None or np.size(kd) == 0
+        kp0, kd0 = pd_default_gains(model, natural_frequency, damping_ratio) if need_defaults else (None, None)
+        self.kp = _gain(kp, kp0, model.dof, "kp")
+        self.kd = _gain(kd, kd0, model.dof, "kd")
+        self.gravity_compensation = bool(gravity_compensation)
+
+    def compute(self, q, qd, q_d, qd_d, qdd_d=None):
+        q, qd, q_d, qd_d = self._vectors(q, qd, q_d, qd_d)
+        e, ed = self.errors(q, qd, q_d, qd_d)
+        tau = self.kp * e + self.kd * ed
+        if self.gravity_compensation:
+            tau = tau + self.model.gravity_torques(q)
+        return clip_efforts(tau, self.effort_limits)
+
+
+def gravity_hold(model, q):
+    """g(q) clipped to the effort limits: what holds the arm at q when its state is not known any more."""
+    return clip_efforts(model.gravity_torques(np.asarray(q, dtype=np.float64)), model.effort_limits)
+
+
+def make_law(name, model, kp=None, kd=None):
+    """A control law by name ("computed_torque" or "pd"); ValueError for another name or bad gains."""
+    if name == "computed_torque":
+        return ComputedTorque(model, kp, kd)
+    if name == "pd":
+        return PD(model, kp, kd, gravity_compensation=True)
+    raise ValueError(f"unknown control law '{name}' (choose from {', '.join(CONTROL_LAWS)})")

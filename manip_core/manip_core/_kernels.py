@@ -1,0 +1,796 @@
+"""numba kernels: kinematics and dynamics of a tree of 1-DOF joints in body frames.
+
+Maths: spatial vectors [omega; v] and wrenches [m; f] in each body's frame (Featherstone, Rigid Body Dynamics
+Algorithms, 2008, ch. 3-6, written with Modern Robotics' ordering, Lynch & Park 2017, ch. 8). Recursive
+Newton-Euler (RNEA) for inverse dynamics, composite rigid bodies (CRBA) for the mass matrix, Cholesky solve for
+forward dynamics. The model arrives packed as (mf, mi), see _layout.py. Every kernel first maps the actuated
+joint vector q (dof) onto the physical joints (q_phys = A q + b, mimic joints) and returns 0, or 1 when an
+input holds NaN or inf.
+"""
+import numpy as np
+from numba import njit, prange
+
+from ._layout import (AXIS_GENERAL, BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O_H, O_I, O_M,
+                      O_P, O_R, W_A, W_F, W_PABS, W_PREL, W_RABS, W_RREL, W_S, W_V, WS_STRIDE)
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@njit(**_JIT)
+def n_bodies(mi):
+    return mi[0]
+
+
+@njit(**_JIT)
+def _tip_offset(mi):
+    return mi[0] * BODY_STRIDE
+
+
+@njit(**_JIT)
+def _map_offset(mi):
+    return mi[0] * BODY_STRIDE + 12
+
+
+@njit(**_JIT)
+def all_finite(x):
+    for i in range(x.size):
+        v = x.flat[i]
+        if not np.isfinite(v):
+            return False
+    return True
+
+
+@njit(**_JIT)
+def to_phys(mf, mi, x, with_offset, out):
+    """out = A x (+ b): actuated joint values -> physical joint values (mimic joints)."""
+    nb, dof = mi[0], mi[1]
+    if mi[3] == 0:
+        for i in range(nb):
+            out[i] = x[i]
+        return
+    o = _map_offset(mi)
+    for i in range(nb):
+        s = mf[o + nb * dof + i] if with_offset else 0.0
+        for j in range(dof):
+            s += mf[o + i * dof + j] * x[j]
+        out[i] = s
+
+
+@njit(**_JIT)
+def from_phys(mf, mi, x, out):
+    """out = A^T x: physical joint forces -> actuated joint forces."""
+    nb, dof = mi[0], mi[1]
+    if mi[3] == 0:
+        for i in range(nb):
+            out[i] = x[i]
+        return
+    o = _map_offset(mi)
+    for j in range(dof):
+        s = 0.0
+        for i in range(nb):
+            s += mf[o + i * dof + j] * x[i]
+        out[j] = s
+
+
+@njit(**_JIT)
+def rel_transforms(mf, mi, qp, ws):
+    """Pose of each body in its parent's frame: R_rel = R_X R_joint(q), p_rel = p_X (+ R_X axis q)."""
+    nb = mi[0]
+    for i in range(nb):
+        b = i * BODY_STRIDE
+        w = i * WS_STRIDE
+        kind = mi[MI_HEADER + i * MI_STRIDE + 2]
+        jt = mi[MI_HEADER + i * MI_STRIDE + 1]
+        q = qp[i]
+        if jt == JOINT_PRISMATIC:
+            for k in range(9):
+                ws[w + W_RREL + k] = mf[b + O_R + k]
+            for r in range(3):
+                s = 0.0
+                for c in range(3):
+                    s += mf[b + O_R + 3 * r + c] * mf[b + O_AX + c]
+                ws[w + W_PREL + r] = mf[b + O_P + r] + s * q
+            continue
+        for r in range(3):
+            ws[w + W_PREL + r] = mf[b + O_P + r]
+        c_, s_ = np.cos(q), np.sin(q)
+        if kind == AXIS_GENERAL:
+            x, y, z = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+            t = 1.0 - c_
+            j00 = c_ + t * x * x
+            j01 = t * x * y - s_ * z
+            j02 = t * x * z + s_ * y
+            j10 = t * x * y + s_ * z
+            j11 = c_ + t * y * y
+            j12 = t * y * z - s_ * x
+            j20 = t * x * z - s_ * y
+            j21 = t * y * z + s_ * x
+            j22 = c_ + t * z * z
+            for r in range(3):
+                a0, a1, a2 = mf[b + O_R + 3 * r], mf[b + O_R + 3 * r + 1], mf[b + O_R + 3 * r + 2]
+                ws[w + W_RREL + 3 * r] = a0 * j00 + a1 * j10 + a2 * j20
+                ws[w + W_RREL + 3 * r + 1] = a0 * j01 + a1 * j11 + a2 * j21
+                ws[w + W_RREL + 3 * r + 2] = a0 * j02 + a1 * j12 + a2 * j22
+        else:
+            # Rotation about a coordinate axis k: columns (k+1, k+2) of R_X mix, column k stays.
+            k1 = (kind + 1) % 3
+            k2 = (kind + 2) % 3
+            for r in range(3):
+                a1 = mf[b + O_R + 3 * r + k1]
+                a2 = mf[b + O_R + 3 * r + k2]
+                ws[w + W_RREL + 3 * r + kind] = mf[b + O_R + 3 * r + kind]
+                ws[w + W_RREL + 3 * r + k1] = c_ * a1 + s_ * a2
+                ws[w + W_RREL + 3 * r + k2] = -s_ * a1 + c_ * a2
+
+
+@njit(**_JIT)
+def abs_transforms(mi, ws):
+    """Pose of each body in the base frame: T_abs_i = T_abs_parent T_rel_i (parents come first)."""
+    nb = mi[0]
+    for i in range(nb):
+        w = i * WS_STRIDE
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        if p < 0:
+            for k in range(9):
+                ws[w + W_RABS + k] = ws[w + W_RREL + k]
+            for k in range(3):
+                ws[w + W_PABS + k] = ws[w + W_PREL + k]
+            continue
+        wp = p * WS_STRIDE
+        for r in range(3):
+            a0, a1, a2 = ws[wp + W_RABS + 3 * r], ws[wp + W_RABS + 3 * r + 1], ws[wp + W_RABS + 3 * r + 2]
+            for c in range(3):
+                ws[w + W_RABS + 3 * r + c] = (a0 * ws[w + W_RREL + c] + a1 * ws[w + W_RREL + 3 + c]
+                                              + a2 * ws[w + W_RREL + 6 + c])
+            ws[w + W_PABS + r] = (ws[wp + W_PABS + r] + a0 * ws[w + W_PREL] + a1 * ws[w + W_PREL + 1]
+                                  + a2 * ws[w + W_PREL + 2])
+
+
+@njit(**_JIT)
+def frame_pose(mf, mi, ws, body, off_R, off_p, out):
+    """out (4, 4) = T_abs[body] [off_R, off_p; 0, 1]; body -1 is the base frame."""
+    if body < 0:
+        for r in range(3):
+            for c in range(3):
+                out[r, c] = off_R[3 * r + c]
+            out[r, 3] = off_p[r]
+    else:
+        w = body * WS_STRIDE
+        for r in range(3):
+            a0, a1, a2 = ws[w + W_RABS + 3 * r], ws[w + W_RABS + 3 * r + 1], ws[w + W_RABS + 3 * r + 2]
+            for c in range(3):
+                out[r, c] = a0 * off_R[c] + a1 * off_R[3 + c] + a2 * off_R[6 + c]
+            out[r, 3] = ws[w + W_PABS + r] + a0 * off_p[0] + a1 * off_p[1] + a2 * off_p[2]
+    out[3, 0] = 0.0
+    out[3, 1] = 0.0
+    out[3, 2] = 0.0
+    out[3, 3] = 1.0
+
+
+@njit(**_JIT)
+def tip_pose(mf, mi, ws, out):
+    o = _tip_offset(mi)
+    frame_pose(mf, mi, ws, mi[2], mf[o:o + 9], mf[o + 9:o + 12], out)
+
+
+@njit(**_JIT)
+def _ws_offsets(nb):
+    """Scratch regions after the per-body blocks: qp, rnea buffers (4 nb), 6-vectors (6 x 6),
+    composite inertias (13 nb), two nb x nb matrices, 9 + nb floats."""
+    o_qp = nb * WS_STRIDE
+    o_buf = o_qp + nb
+    o_vec = o_buf + 4 * nb
+    o_comp = o_vec + 36
+    o_mat = o_comp + 13 * nb
+    o_mat2 = o_mat + nb * nb
+    o_tmp = o_mat2 + nb * nb
+    return o_qp, o_buf, o_vec, o_comp, o_mat, o_mat2, o_tmp, o_tmp + 9 + nb
+
+
+@njit(**_JIT)
+def new_ws(mi):
+    return np.empty(_ws_offsets(mi[0])[7])
+
+
+@njit(**_JIT)
+def _vec(ws, nb, k):
+    """k-th scratch 6-vector (k < 6)."""
+    o = _ws_offsets(nb)[2] + 6 * k
+    return ws[o:o + 6]
+
+
+@njit(**_JIT)
+def fk_into(mf, mi, q, ws, out):
+    """Tip pose (4, 4) in the base frame at q into out, using workspace ws."""
+    nb = mi[0]
+    qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
+    to_phys(mf, mi, q, True, qp)
+    rel_transforms(mf, mi, qp, ws)
+    abs_transforms(mi, ws)
+    tip_pose(mf, mi, ws, out)
+
+
+@njit(**_JIT)
+def fk(mf, mi, q, out):
+    if not all_finite(q):
+        return 1
+    ws = new_ws(mi)
+    fk_into(mf, mi, q, ws, out)
+    return 0
+
+
+@njit(**_JIT)
+def fk_frame(mf, mi, q, body, off, out):
+    """Pose of a frame rigidly attached to ``body`` at offset ``off`` (4, 4)."""
+    if not all_finite(q):
+        return 1
+    ws = new_ws(mi)
+    nb = mi[0]
+    qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
+    to_phys(mf, mi, q, True, qp)
+    rel_transforms(mf, mi, qp, ws)
+    abs_transforms(mi, ws)
+    offR = np.empty(9)
+    for r in range(3):
+        for c in range(3):
+            offR[3 * r + c] = off[r, c]
+    frame_pose(mf, mi, ws, body, offR, off[:3, 3].copy(), out)
+    return 0
+
+
+@njit(**_JIT)
+def joint_screw_abs(mf, mi, ws, i, out6):
+    """Screw axis of physical joint i in the base frame, [omega; v], from the current absolute poses."""
+    b = i * BODY_STRIDE
+    w = i * WS_STRIDE
+    # The axis is fixed in the joint frame = body frame: a = R_abs axis.
+    ax0, ax1, ax2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+    a0 = ws[w + W_RABS] * ax0 + ws[w + W_RABS + 1] * ax1 + ws[w + W_RABS + 2] * ax2
+    a1 = ws[w + W_RABS + 3] * ax0 + ws[w + W_RABS + 4] * ax1 + ws[w + W_RABS + 5] * ax2
+    a2 = ws[w + W_RABS + 6] * ax0 + ws[w + W_RABS + 7] * ax1 + ws[w + W_RABS + 8] * ax2
+    if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+        out6[0] = 0.0
+        out6[1] = 0.0
+        out6[2] = 0.0
+        out6[3] = a0
+        out6[4] = a1
+        out6[5] = a2
+    else:
+        p0, p1, p2 = ws[w + W_PABS], ws[w + W_PABS + 1], ws[w + W_PABS + 2]
+        out6[0] = a0
+        out6[1] = a1
+        out6[2] = a2
+        # v = -omega x p = p x omega
+        out6[3] = p1 * a2 - p2 * a1
+        out6[4] = p2 * a0 - p0 * a2
+        out6[5] = p0 * a1 - p1 * a0
+
+
+@njit(**_JIT)
+def jacobian_space_into(mf, mi, ws, body, out):
+    """Space Jacobian (6, dof) of a frame on ``body`` (all frames of a body share it), abs poses in ws."""
+    nb, dof = mi[0], mi[1]
+    for r in range(6):
+        for c in range(dof):
+            out[r, c] = 0.0
+    col = _vec(ws, nb, 0)
+    j = body
+    while j >= 0:
+        joint_screw_abs(mf, mi, ws, j, col)
+        if mi[3] == 0:
+            for r in range(6):
+                out[r, j] = col[r]
+        else:
+            o = _map_offset(mi)
+            for c in range(dof):
+                a = mf[o + j * dof + c]
+                if a != 0.0:
+                    for r in range(6):
+                        out[r, c] += a * col[r]
+        j = mi[MI_HEADER + j * MI_STRIDE]
+
+
+@njit(**_JIT)
+def jacobian_space(mf, mi, q, out):
+    if not all_finite(q):
+        return 1
+    ws = new_ws(mi)
+    nb = mi[0]
+    qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
+    to_phys(mf, mi, q, True, qp)
+    rel_transforms(mf, mi, qp, ws)
+    abs_transforms(mi, ws)
+    jacobian_space_into(mf, mi, ws, mi[2], out)
+    return 0
+
+
+@njit(**_JIT)
+def space_to_body(T, Js, out):
+    """J_b = [Ad_{T^-1}] J_s: omega_b = R^T omega, v_b = R^T (v - p x omega)."""
+    n = Js.shape[1]
+    for c in range(n):
+        w0, w1, w2 = Js[0, c], Js[1, c], Js[2, c]
+        v0 = Js[3, c] - (T[1, 3] * w2 - T[2, 3] * w1)
+        v1 = Js[4, c] - (T[2, 3] * w0 - T[0, 3] * w2)
+        v2 = Js[5, c] - (T[0, 3] * w1 - T[1, 3] * w0)
+        for r in range(3):
+            out[r, c] = T[0, r] * w0 + T[1, r] * w1 + T[2, r] * w2
+            out[3 + r, c] = T[0, r] * v0 + T[1, r] * v1 + T[2, r] * v2
+
+
+@njit(**_JIT)
+def jacobian_body(mf, mi, q, out):
+    if not all_finite(q):
+        return 1
+    ws = new_ws(mi)
+    nb = mi[0]
+    qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
+    to_phys(mf, mi, q, True, qp)
+    rel_transforms(mf, mi, qp, ws)
+    abs_transforms(mi, ws)
+    Js = np.empty((6, mi[1]))
+    jacobian_space_into(mf, mi, ws, mi[2], Js)
+    T = np.empty((4, 4))
+    tip_pose(mf, mi, ws, T)
+    space_to_body(T, Js, out)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------- dynamics
+@njit(**_JIT)
+def _motion_to_child(ws, wi, src, dst):
+    """dst = Ad_{T_rel^-1} src: a twist in the parent frame expressed in child i's frame.
+
+    omega' = R^T omega, v' = R^T (v + omega x p) with (R, p) = T_rel of the child.
+    """
+    R = ws[wi + W_RREL:wi + W_RREL + 9]
+    p = ws[wi + W_PREL:wi + W_PREL + 3]
+    w0, w1, w2 = src[0], src[1], src[2]
+    u0 = src[3] + w1 * p[2] - w2 * p[1]
+    u1 = src[4] + w2 * p[0] - w0 * p[2]
+    u2 = src[5] + w0 * p[1] - w1 * p[0]
+    for r in range(3):
+        dst[r] = R[r] * w0 + R[3 + r] * w1 + R[6 + r] * w2
+        dst[3 + r] = R[r] * u0 + R[3 + r] * u1 + R[6 + r] * u2
+
+
+@njit(**_JIT)
+def _force_to_parent(ws, wi, src, dst):
+    """dst += Ad_{T_rel^-1}^T src: a wrench on child i expressed in the parent frame.
+
+    m' = R m + p x (R f), f' = R f.
+    """
+    R = ws[wi + W_RREL:wi + W_RREL + 9]
+    p = ws[wi + W_PREL:wi + W_PREL + 3]
+    m0 = R[0] * src[0] + R[1] * src[1] + R[2] * src[2]
+    m1 = R[3] * src[0] + R[4] * src[1] + R[5] * src[2]
+    m2 = R[6] * src[0] + R[7] * src[1] + R[8] * src[2]
+    f0 = R[0] * src[3] + R[1] * src[4] + R[2] * src[5]
+    f1 = R[3] * src[3] + R[4] * src[4] + R[5] * src[5]
+    f2 = R[6] * src[3] + R[7] * src[4] + R[8] * src[5]
+    dst[0] += m0 + p[1] * f2 - p[2] * f1
+    dst[1] += m1 + p[2] * f0 - p[0] * f2
+    dst[2] += m2 + p[0] * f1 - p[1] * f0
+    dst[3] += f0
+    dst[4] += f1
+    dst[5] += f2
+
+
+@njit(**_JIT)
+def _inertia_times(m, h, I, x, out):
+    """out = G x for G = [[Ibar, [h]], [[h]^T, m]]: [Ibar w + h x v; m v - h x w]."""
+    w0, w1, w2, v0, v1, v2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    out[0] = I[0] * w0 + I[1] * w1 + I[2] * w2 + h[1] * v2 - h[2] * v1
+    out[1] = I[3] * w0 + I[4] * w1 + I[5] * w2 + h[2] * v0 - h[0] * v2
+    out[2] = I[6] * w0 + I[7] * w1 + I[8] * w2 + h[0] * v1 - h[1] * v0
+    out[3] = m * v0 - (h[1] * w2 - h[2] * w1)
+    out[4] = m * v1 - (h[2] * w0 - h[0] * w2)
+    out[5] = m * v2 - (h[0] * w1 - h[1] * w0)
+
+
+@njit(**_JIT)
+def _joint_motion(mf, mi, i, out):
+    """S_i in body i's frame: [axis; 0] (revolute) or [0; axis] (prismatic)."""
+    b = i * BODY_STRIDE
+    if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+        out[0] = 0.0
+        out[1] = 0.0
+        out[2] = 0.0
+        out[3] = mf[b + O_AX]
+        out[4] = mf[b + O_AX + 1]
+        out[5] = mf[b + O_AX + 2]
+    else:
+        out[0] = mf[b + O_AX]
+        out[1] = mf[b + O_AX + 1]
+        out[2] = mf[b + O_AX + 2]
+        out[3] = 0.0
+        out[4] = 0.0
+        out[5] = 0.0
+
+
+@njit(**_JIT)
+def rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, tau_p):
+    """Recursive Newton-Euler on the physical joints (rel transforms already in ws).
+
+    V_i = X_i V_p + S_i qd_i; A_i = X_i A_p + ad_{V_i} S_i qd_i + S_i qdd_i, A_base = [0; -g];
+    F_i = G_i A_i - ad_{V_i}^T G_i V_i + sum_children X_c^T F_c (+ tip wrench); tau_i = S_i^T F_i.
+    """
+    nb = mi[0]
+    zero = _vec(ws, nb, 0)
+    abase = _vec(ws, nb, 1)
+    gv = _vec(ws, nb, 2)
+    for k in range(6):
+        zero[k] = 0.0
+        abase[k] = 0.0
+    abase[3] = -grav[0]
+    abase[4] = -grav[1]
+    abase[5] = -grav[2]
+    for i in range(nb):
+        w = i * WS_STRIDE
+        b = i * BODY_STRIDE
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        S = ws[w + W_S:w + W_S + 6]
+        V = ws[w + W_V:w + W_V + 6]
+        A = ws[w + W_A:w + W_A + 6]
+        F = ws[w + W_F:w + W_F + 6]
+        _joint_motion(mf, mi, i, S)
+        if p < 0:
+            _motion_to_child(ws, w, zero, V)
+            _motion_to_child(ws, w, abase, A)
+        else:
+            wp = p * WS_STRIDE
+            _motion_to_child(ws, w, ws[wp + W_V:wp + W_V + 6], V)
+            _motion_to_child(ws, w, ws[wp + W_A:wp + W_A + 6], A)
+        qd = qdp[i]
+        for k in range(6):
+            V[k] += S[k] * qd
+        # ad_V (S qd) = [w x s_w; v x s_w + w x s_v] * qd
+        sw0, sw1, sw2, sv0, sv1, sv2 = S[0] * qd, S[1] * qd, S[2] * qd, S[3] * qd, S[4] * qd, S[5] * qd
+        w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
+        A[0] += w1 * sw2 - w2 * sw1 + S[0] * qddp[i]
+        A[1] += w2 * sw0 - w0 * sw2 + S[1] * qddp[i]
+        A[2] += w0 * sw1 - w1 * sw0 + S[2] * qddp[i]
+        A[3] += v1 * sw2 - v2 * sw1 + w1 * sv2 - w2 * sv1 + S[3] * qddp[i]
+        A[4] += v2 * sw0 - v0 * sw2 + w2 * sv0 - w0 * sv2 + S[4] * qddp[i]
+        A[5] += v0 * sw1 - v1 * sw0 + w0 * sv1 - w1 * sv0 + S[5] * qddp[i]
+        m = mf[b + O_M]
+        h = mf[b + O_H:b + O_H + 3]
+        I = mf[b + O_I:b + O_I + 9]
+        _inertia_times(m, h, I, A, F)
+        _inertia_times(m, h, I, V, gv)
+        # - ad_V^T (G V) = [w x gm + v x gf; w x gf]
+        F[0] += w1 * gv[2] - w2 * gv[1] + v1 * gv[5] - v2 * gv[4]
+        F[1] += w2 * gv[0] - w0 * gv[2] + v2 * gv[3] - v0 * gv[5]
+        F[2] += w0 * gv[1] - w1 * gv[0] + v0 * gv[4] - v1 * gv[3]
+        F[3] += w1 * gv[5] - w2 * gv[4]
+        F[4] += w2 * gv[3] - w0 * gv[5]
+        F[5] += w0 * gv[4] - w1 * gv[3]
+    tb = mi[2]
+    if ftip.size == 6 and tb >= 0:
+        # The tip frame sits at (R, p) in the tip body's frame: move the wrench like a child's.
+        o = _tip_offset(mi)
+        R = mf[o:o + 9]
+        pp = mf[o + 9:o + 12]
+        m0 = R[0] * ftip[0] + R[1] * ftip[1] + R[2] * ftip[2]
+        m1 = R[3] * ftip[0] + R[4] * ftip[1] + R[5] * ftip[2]
+        m2 = R[6] * ftip[0] + R[7] * ftip[1] + R[8] * ftip[2]
+        f0 = R[0] * ftip[3] + R[1] * ftip[4] + R[2] * ftip[5]
+        f1 = R[3] * ftip[3] + R[4] * ftip[4] + R[5] * ftip[5]
+        f2 = R[6] * ftip[3] + R[7] * ftip[4] + R[8] * ftip[5]
+        wt = tb * WS_STRIDE + W_F
+        ws[wt] += m0 + pp[1] * f2 - pp[2] * f1
+        ws[wt + 1] += m1 + pp[2] * f0 - pp[0] * f2
+        ws[wt + 2] += m2 + pp[0] * f1 - pp[1] * f0
+        ws[wt + 3] += f0
+        ws[wt + 4] += f1
+        ws[wt + 5] += f2
+    for i in range(nb - 1, -1, -1):
+        w = i * WS_STRIDE
+        F = ws[w + W_F:w + W_F + 6]
+        S = ws[w + W_S:w + W_S + 6]
+        tau_p[i] = S[0] * F[0] + S[1] * F[1] + S[2] * F[2] + S[3] * F[3] + S[4] * F[4] + S[5] * F[5]
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        if p >= 0:
+            wp = p * WS_STRIDE
+            _force_to_parent(ws, w, F, ws[wp + W_F:wp + W_F + 6])
+
+
+@njit(**_JIT)
+def rnea_into(mf, mi, q, qd, qdd, grav, ftip, ws, tau):
+    """tau = A^T RNEA(A q + b, A qd, A qdd): inverse dynamics of the actuated joints."""
+    nb = mi[0]
+    o = _ws_offsets(nb)[1]
+    buf = ws[o:o + 4 * nb]
+    qp, qdp, qddp, taup = buf[:nb], buf[nb:2 * nb], buf[2 * nb:3 * nb], buf[3 * nb:]
+    to_phys(mf, mi, q, True, qp)
+    to_phys(mf, mi, qd, False, qdp)
+    to_phys(mf, mi, qdd, False, qddp)
+    rel_transforms(mf, mi, qp, ws)
+    rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, taup)
+    from_phys(mf, mi, taup, tau)
+
+
+@njit(**_JIT)
+def rnea(mf, mi, q, qd, qdd, grav, ftip, tau):
+    if not (all_finite(q) and all_finite(qd) and all_finite(qdd) and all_finite(grav) and all_finite(ftip)):
+        return 1
+    ws = new_ws(mi)
+    rnea_into(mf, mi, q, qd, qdd, grav, ftip, ws, tau)
+    return 0
+
+
+@njit(**_JIT)
+def _add_inertia_to_parent(ws, wi, cm, ch, cI, pm, ph, pI, tmp):
+    """Composite inertia of child (m, h, Ibar in child frame) added to the parent's, in the parent frame.
+
+    h' = R h + m p; Ibar' = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2.
+    """
+    R = ws[wi + W_RREL:wi + W_RREL + 9]
+    p = ws[wi + W_PREL:wi + W_PREL + 3]
+    rh0 = R[0] * ch[0] + R[1] * ch[1] + R[2] * ch[2]
+    rh1 = R[3] * ch[0] + R[4] * ch[1] + R[5] * ch[2]
+    rh2 = R[6] * ch[0] + R[7] * ch[1] + R[8] * ch[2]
+    m = cm[0]
+    pm[0] += m
+    ph[0] += rh0 + m * p[0]
+    ph[1] += rh1 + m * p[1]
+    ph[2] += rh2 + m * p[2]
+    # R Ibar R^T
+    for r in range(3):
+        for c in range(3):
+            tmp[3 * r + c] = R[3 * r] * cI[c] + R[3 * r + 1] * cI[3 + c] + R[3 * r + 2] * cI[6 + c]
+    for r in range(3):
+        for c in range(3):
+            pI[3 * r + c] += tmp[3 * r] * R[3 * c] + tmp[3 * r + 1] * R[3 * c + 1] + tmp[3 * r + 2] * R[3 * c + 2]
+    # -[a][b] - [b][a] = (a.b) I*2 - a b^T - b a^T  (since [a][b] = b a^T - (a.b) I)
+    a0, a1, a2 = rh0, rh1, rh2
+    b0, b1, b2 = p[0], p[1], p[2]
+    ab = a0 * b0 + a1 * b1 + a2 * b2
+    pp = b0 * b0 + b1 * b1 + b2 * b2
+    av = (a0, a1, a2)
+    bv = (b0, b1, b2)
+    for r in range(3):
+        for c in range(3):
+            d = 1.0 if r == c else 0.0
+            # -m [p]^2 = m (|p|^2 I - p p^T)
+            pI[3 * r + c] += 2.0 * ab * d - av[r] * bv[c] - bv[r] * av[c] + m * (pp * d - bv[r] * bv[c])
+
+
+@njit(**_JIT)
+def crba_into(mf, mi, q, ws, M):
+    """Mass matrix M = A^T M_phys A by composite rigid bodies (Featherstone ch. 6); rel transforms from q."""
+    nb, dof = mi[0], mi[1]
+    o_qp, o_buf, o_vec, o_comp, o_mat, o_mat2, o_tmp, o_end = _ws_offsets(nb)
+    buf = ws[o_qp:o_qp + nb]
+    to_phys(mf, mi, q, True, buf)
+    rel_transforms(mf, mi, buf, ws)
+    comp = ws[o_comp:o_comp + 13 * nb].reshape((nb, 13))  # m, h(3), Ibar(9)
+    tmp = ws[o_tmp:o_tmp + 9]
+    for i in range(nb):
+        b = i * BODY_STRIDE
+        comp[i, 0] = mf[b + O_M]
+        for k in range(12):
+            comp[i, 1 + k] = mf[b + O_H + k]
+    for i in range(nb - 1, -1, -1):
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        if p >= 0:
+            _add_inertia_to_parent(ws, i * WS_STRIDE, comp[i, 0:1], comp[i, 1:4], comp[i, 4:13],
+                                   comp[p, 0:1], comp[p, 1:4], comp[p, 4:13], tmp)
+    Mp = ws[o_mat:o_mat + nb * nb].reshape((nb, nb)) if mi[3] != 0 else M
+    F = _vec(ws, nb, 3)
+    Fp = _vec(ws, nb, 4)
+    S = _vec(ws, nb, 5)
+    for i in range(nb):
+        _joint_motion(mf, mi, i, S)
+        _inertia_times(comp[i, 0], comp[i, 1:4], comp[i, 4:13], S, F)
+        Mp[i, i] = S[0] * F[0] + S[1] * F[1] + S[2] * F[2] + S[3] * F[3] + S[4] * F[4] + S[5] * F[5]
+        j = i
+        while mi[MI_HEADER + j * MI_STRIDE] >= 0:
+            for k in range(6):
+                Fp[k] = 0.0
+            _force_to_parent(ws, j * WS_STRIDE, F, Fp)
+            for k in range(6):
+                F[k] = Fp[k]
+            j = mi[MI_HEADER + j * MI_STRIDE]
+            _joint_motion(mf, mi, j, S)
+            v = S[0] * F[0] + S[1] * F[1] + S[2] * F[2] + S[3] * F[3] + S[4] * F[4] + S[5] * F[5]
+            Mp[i, j] = v
+            Mp[j, i] = v
+        # zero entries of bodies on other branches
+    if mi[3] == 0:
+        _zero_unrelated(mi, M)
+        return
+    _zero_unrelated(mi, Mp)
+    o = _map_offset(mi)
+    for r in range(dof):
+        for c in range(dof):
+            s = 0.0
+            for i in range(nb):
+                ai = mf[o + i * dof + r]
+                if ai == 0.0:
+                    continue
+                for j in range(nb):
+                    s += ai * Mp[i, j] * mf[o + j * dof + c]
+            M[r, c] = s
+
+
+@njit(**_JIT)
+def _is_ancestor(mi, a, b):
+    j = b
+    while j >= 0:
+        if j == a:
+            return True
+        j = mi[MI_HEADER + j * MI_STRIDE]
+    return False
+
+
+@njit(**_JIT)
+def _zero_unrelated(mi, M):
+    nb = mi[0]
+    for i in range(nb):
+        for j in range(i):
+            if not (_is_ancestor(mi, j, i) or _is_ancestor(mi, i, j)):
+                M[i, j] = 0.0
+                M[j, i] = 0.0
+
+
+@njit(**_JIT)
+def mass_matrix(mf, mi, q, M):
+    if not all_finite(q):
+        return 1
+    ws = new_ws(mi)
+    crba_into(mf, mi, q, ws, M)
+    return 0
+
+
+@njit(**_JIT)
+def cholesky_solve_inplace(M, x):
+    """Solve M y = x for symmetric positive definite M (overwritten by its Cholesky factor); x <- y.
+
+    Returns False when M is not positive definite (a body without mass on a moving joint).
+    """
+    n = M.shape[0]
+    for j in range(n):
+        s = M[j, j]
+        for k in range(j):
+            s -= M[j, k] * M[j, k]
+        if s <= 0.0:
+            return False
+        d = np.sqrt(s)
+        M[j, j] = d
+        for i in range(j + 1, n):
+            t = M[i, j]
+            for k in range(j):
+                t -= M[i, k] * M[j, k]
+            M[i, j] = t / d
+    for i in range(n):
+        t = x[i]
+        for k in range(i):
+            t -= M[i, k] * x[k]
+        x[i] = t / M[i, i]
+    for i in range(n - 1, -1, -1):
+        t = x[i]
+        for k in range(i + 1, n):
+            t -= M[k, i] * x[k]
+        x[i] = t / M[i, i]
+    return True
+
+
+@njit(**_JIT)
+def forward_dynamics_into(mf, mi, q, qd, tau, grav, ftip, ws, qdd):
+    """qdd = M(q)^-1 (tau - c(q, qd) - g(q) - J^T f_tip). Returns False if M is singular."""
+    dof = mi[1]
+    o = _ws_offsets(mi[0])
+    zero = ws[o[6]:o[6] + dof]  # tmp region: used by crba only after rnea is done
+    for k in range(dof):
+        zero[k] = 0.0
+    rnea_into(mf, mi, q, qd, zero, grav, ftip, ws, qdd)  # bias forces
+    for k in range(dof):
+        qdd[k] = tau[k] - qdd[k]
+    M = ws[o[5]:o[5] + dof * dof].reshape((dof, dof))
+    crba_into(mf, mi, q, ws, M)
+    return cholesky_solve_inplace(M, qdd)
+
+
+@njit(**_JIT)
+def forward_dynamics(mf, mi, q, qd, tau, grav, ftip, qdd):
+    if not (all_finite(q) and all_finite(qd) and all_finite(tau) and all_finite(grav) and all_finite(ftip)):
+        return 1
+    ws = new_ws(mi)
+    if not forward_dynamics_into(mf, mi, q, qd, tau, grav, ftip, ws, qdd):
+        return 2
+    return 0
+
+
+# -------------------------------------------------------------------------------------------- batched
+@njit(**_JIT)
+def _chunks(n):
+    return max(1, min(n, 64))
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def fk_batch(mf, mi, Q, out):
+    n = Q.shape[0]
+    nc = _chunks(n)
+    bad = 0
+    for c in prange(nc):
+        ws = new_ws(mi)
+        for k in range(c * n // nc, (c + 1) * n // nc):
+            if not all_finite(Q[k]):
+                bad += 1
+                continue
+            fk_into(mf, mi, Q[k], ws, out[k])
+    return bad
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def jacobian_batch(mf, mi, Q, body_frame, out):
+    n = Q.shape[0]
+    nc = _chunks(n)
+    nb = mi[0]
+    bad = 0
+    for c in prange(nc):
+        ws = new_ws(mi)
+        Js = np.empty((6, mi[1]))
+        T = np.empty((4, 4))
+        for k in range(c * n // nc, (c + 1) * n // nc):
+            if not all_finite(Q[k]):
+                bad += 1
+                continue
+            qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
+            to_phys(mf, mi, Q[k], True, qp)
+            rel_transforms(mf, mi, qp, ws)
+            abs_transforms(mi, ws)
+            if body_frame:
+                jacobian_space_into(mf, mi, ws, mi[2], Js)
+                tip_pose(mf, mi, ws, T)
+                space_to_body(T, Js, out[k])
+            else:
+                jacobian_space_into(mf, mi, ws, mi[2], out[k])
+    return bad
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def rnea_batch(mf, mi, Q, QD, QDD, grav, ftip, out):
+    n = Q.shape[0]
+    nc = _chunks(n)
+    bad = 0
+    for c in prange(nc):
+        ws = new_ws(mi)
+        for k in range(c * n // nc, (c + 1) * n // nc):
+            if not (all_finite(Q[k]) and all_finite(QD[k]) and all_finite(QDD[k])):
+                bad += 1
+                continue
+            rnea_into(mf, mi, Q[k], QD[k], QDD[k], grav, ftip, ws, out[k])
+    return bad
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def forward_dynamics_batch(mf, mi, Q, QD, TAU, grav, ftip, out):
+    n = Q.shape[0]
+    nc = _chunks(n)
+    bad = 0
+    for c in prange(nc):
+        ws = new_ws(mi)
+        for k in range(c * n // nc, (c + 1) * n // nc):
+            if not (all_finite(Q[k]) and all_finite(QD[k]) and all_finite(TAU[k])):
+                bad += 1
+                continue
+            if not forward_dynamics_into(mf, mi, Q[k], QD[k], TAU[k], grav, ftip, ws, out[k]):
+                bad += 1
+    return bad
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def mass_matrix_batch(mf, mi, Q, out):
+    n = Q.shape[0]
+    nc = _chunks(n)
+    bad = 0
+    for c in prange(nc):
+        ws = new_ws(mi)
+        for k in range(c * n // nc, (c + 1) * n // nc):
+            if not all_finite(Q[k]):
+                bad += 1
+                continue
+            crba_into(mf, mi, Q[k], ws, out[k])
+    return bad

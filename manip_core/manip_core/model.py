@@ -1,0 +1,386 @@
+"""RobotModel: kinematics, inverse kinematics and dynamics of one chain of a robot description.
+
+Units: rad, m, s, kg, N, N*m. Frames: everything in the base link's frame unless a name says body/tip.
+Twists and screw axes are [omega; v], wrenches [moment; force] (Modern Robotics, Lynch & Park 2017).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+import numpy as np
+
+from . import _ik_kernel, _kernels as K
+from .compile import compile_tree
+from .errors import InputError, ModelError
+
+GRAVITY_DEFAULT = (0.0, 0.0, -9.81)
+_EMPTY = np.zeros(0)
+
+
+@dataclass
+class IKResult:
+    """Outcome of RobotModel.ik.
+
+    q: joint values (rad or m), always within the joint limits; success: True only when q reaches the target
+    within the requested tolerances; position_error_m / rotation_error_rad: the achieved errors of q;
+    iterations: Levenberg-Marquardt steps over all attempts; restarts: random restarts used.
+    """
+
+    q: np.ndarray
+    success: bool
+    position_error_m: float
+    rotation_error_rad: float
+    iterations: int
+    restarts: int = 0
+    message: str = ""
+
+
+class RobotModel:
+    """A serial chain (base link -> tip link) of a robot description, with joints and inertias compiled for
+    the numba kernels. Build with :meth:`from_urdf` or :meth:`from_kinematic_json`."""
+
+    def __init__(self, tree, base_link=None, tip_link=None):
+        c = compile_tree(tree, base_link, tip_link)
+        self.tree = tree
+        self.name = tree.name
+        self.source = tree.source
+        self._mf, self._mi = c.mf, c.mi
+        self._link_frames = c.link_frames
+        self._has_inertia = c.has_inertia
+        self.base_link = base_link or tree.root
+        self.tip_link = tip_link or tree.longest_chain_tip(self.base_link)
+        joints = c.dof_joints
+        self.dof = len(joints)
+        self.joint_names = [j.name for j in joints]
+        self.joint_types = [j.type for j in joints]
+        self.joint_lower = np.array([j.lower for j in joints])
+        self.joint_upper = np.array([j.upper for j in joints])
+        self.velocity_limits = np.array([j.velocity_limit for j in joints])
+        self.effort_limits = np.array([j.effort_limit for j in joints])
+        self.moving_mass_kg = c.total_mass_kg
+        for a in (self.joint_lower, self.joint_upper, self.velocity_limits, self.effort_limits):
+            a.setflags(write=False)
+        zero = np.zeros(self.dof)
+        self.home = self.fk(zero)
+        self.screw_axes_space = self.jacobian_space(zero)
+        self.home.setflags(write=False)
+        self.screw_axes_space.setflags(write=False)
+        self._analytic = None
+        self._analytic_checked = False
+
+    # ------------------------------------------------------------------------------------ construction
+    @classmethod
+    def from_urdf(cls, path_or_xml, base_link=None, tip_link=None):
+        """Model of the chain base_link -> tip_link of a URDF (a path or the XML text).
+
+        Defaults: the root link, and the leaf with the most moving joints below it.
+        """
+        from .urdf import parse_urdf
+        return cls(parse_urdf(path_or_xml), base_link, tip_link)
+
+    @classmethod
+    def from_kinematic_json(cls, path, tip_link=None):
+        """Model of an Isaac-style ``*.kinematic.json`` tree from its root to tip_link (default: longest)."""
+        from .kinematic_json import parse_kinematic_json
+        return cls(parse_kinematic_json(path), None, tip_link)
+
+    @classmethod
+    def load(cls, name_or_path, base_link=None, tip_link=None):
+        """A bundled robot by name (see manip_core.robots) or a .urdf / .kinematic.json file."""
+        from .robots import robot_path
+        path = robot_path(name_or_path)
+        if str(path).endswith(".json"):
+            from .kinematic_json import parse_kinematic_json
+            return cls(parse_kinematic_json(path), base_link, tip_link)
+        return cls.from_urdf(path, base_link, tip_link)
+
+    def __repr__(self):
+        return (f"RobotModel({self.name!r}, {self.base_link!r} -> {self.tip_link!r}, dof={self.dof}, "
+                f"source={self.source!r})")
+
+    @property
+    def link_names(self):
+        """Links whose pose fk(q, link) can give (every link below the base)."""
+        return list(self._link_frames)
+
+    @property
+    def link_masses(self):
+        """Mass (kg) moved by each actuated joint's body, welded links included."""
+        from ._layout import BODY_STRIDE, O_M
+        return np.array([self._mf[i * BODY_STRIDE + O_M] for i in range(int(self._mi[0]))])
+
+    # --------------------------------------------------------------------------------------- checks
+    def _vec(self, x, n, what):
+        a = np.ascontiguousarray(x, dtype=np.float64)
+        if a.shape != (n,):
+            raise InputError(f"{what} must have shape ({n},) for {self.name} ({', '.join(self.joint_names)})"
+                             if n == self.dof else f"{what} must have shape ({n},), got {a.shape}")
+        return a
+
+    def _batch(self, X, what):
+        a = np.ascontiguousarray(X, dtype=np.float64)
+        if a.ndim != 2 or a.shape[1] != self.dof:
+            raise InputError(f"{what} must have shape (N, {self.dof}), got {a.shape}")
+        return a
+
+    def _gravity(self, gravity):
+        if gravity is GRAVITY_DEFAULT:
+            return self._g_default
+        return self._vec(gravity, 3, "gravity (m/s^2, base frame)")
+
+    _g_default = np.array(GRAVITY_DEFAULT)
+
+    def _ftip(self, f_tip):
+        return _EMPTY if f_tip is None else self._vec(f_tip, 6, "f_tip ([moment; force] in the tip frame)")
+
+    def _need_inertia(self):
+        if not self._has_inertia:
+            raise ModelError(self.source, f"chain '{self.base_link}' -> '{self.tip_link}'",
+                             "dynamics need a positive mass on every moving body; this description has links "
+                             "without <inertial> data")
+
+    @staticmethod
+    def _status(st, what):
+        if st == 1:
+            raise InputError(f"{what}: input holds NaN or inf")
+        if st == 2:
+            raise InputError(f"{what}: the mass matrix is singular (a moving body without mass)")
+        if st:
+            raise InputError(f"{what}: {st} configurations hold NaN or inf")
+
+    # ----------------------------------------------------------------------------------- kinematics
+    def fk(self, q, link=None):
+        """Pose (4, 4) of the tip (or of ``link``) in the base frame at joint values q (rad or m)."""
+        q = self._vec(q, self.dof, "q")
+        out = np.empty((4, 4))
+        if link is None:
+            st = K.fk(self._mf, self._mi, q, out)
+        else:
+            frame = self._link_frames.get(link)
+            if frame is None:
+                raise InputError(f"link '{link}' is not below base '{self.base_link}' of {self.name} "
+                                 f"(links: {', '.join(self._link_frames)})")
+            st = K.fk_frame(self._mf, self._mi, q, frame[0], frame[1], out)
+        if st:
+            self._status(st, "fk")
+        return out
+
+    def fk_batch(self, Q):
+        """Tip poses (N, 4, 4) for N joint vectors Q (N, dof); numba, parallel over N."""
+        Q = self._batch(Q, "Q")
+        out = np.empty((Q.shape[0], 4, 4))
+        self._status(K.fk_batch(self._mf, self._mi, Q, out), "fk_batch")
+        return out
+
+    def jacobian_space(self, q):
+        """Space Jacobian (6, dof): the tip's spatial twist [omega; v] in the base frame is J_s qd."""
+        q = self._vec(q, self.dof, "q")
+        out = np.empty((6, self.dof))
+        if K.jacobian_space(self._mf, self._mi, q, out):
+            self._status(1, "jacobian_space")
+        return out
+
+    def jacobian_body(self, q):
+        """Body Jacobian (6, dof): the tip's twist [omega; v] in the tip frame is J_b qd; J_b = Ad_{T^-1} J_s."""
+        q = self._vec(q, self.dof, "q")
+        out = np.empty((6, self.dof))
+        if K.jacobian_body(self._mf, self._mi, q, out):
+            self._status(1, "jacobian_body")
+        return out
+
+    def jacobian_space_batch(self, Q):
+        """Space Jacobians (N, 6, dof)."""
+        Q = self._batch(Q, "Q")
+        out = np.empty((Q.shape[0], 6, self.dof))
+        self._status(K.jacobian_batch(self._mf, self._mi, Q, False, out), "jacobian_space_batch")
+        return out
+
+    def jacobian_body_batch(self, Q):
+        """Body Jacobians (N, 6, dof)."""
+        Q = self._batch(Q, "Q")
+        out = np.empty((Q.shape[0], 6, self.dof))
+        self._status(K.jacobian_batch(self._mf, self._mi, Q, True, out), "jacobian_body_batch")
+        return out
+
+    def within_limits(self, q, tol=0.0):
+        """True when lower - tol <= q <= upper + tol for every joint."""
+        q = self._vec(q, self.dof, "q")
+        return bool(np.all(q >= self.joint_lower - tol) and np.all(q <= self.joint_upper + tol))
+
+    # ------------------------------------------------------------------------------------------- IK
+    def ik(self, T_target, q_seed=None, *, tol_position_m=1e-6, tol_rotation_rad=1e-6, position_only=None,
+           max_iterations=60, max_restarts=50, seed=0):
+        """Numerical IK: Levenberg-Marquardt on the pose error, joint limits enforced, random restarts.
+
+        T_target: (4, 4) tip pose in the base frame, or a (3,) position (then position_only). q_seed:
+        start (default: the middle of the limits). position_only: match the position alone; default True
+        for arms with fewer than six joints. success is True only when the returned q is within limits and
+        within both tolerances. Restarts draw from a generator seeded with ``seed`` (repeatable).
+        """
+        T = np.asarray(T_target, dtype=np.float64)
+        if T.shape == (3,):
+            T = np.vstack([np.hstack([np.eye(3), T[:, None]]), [0, 0, 0, 1]])
+            position_only = True if position_only is None else position_only
+        if T.shape != (4, 4):
+            raise InputError(f"T_target must be a (4, 4) pose or a (3,) position, got shape {T.shape}")
+        if not np.all(np.isfinite(T)):
+            raise InputError("T_target holds NaN or inf")
+        R = T[:3, :3]
+        if not np.allclose(R.T @ R, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
+            raise InputError("T_target's rotation is not orthonormal (R^T R != I or det R < 0)")
+        if position_only is None:
+            position_only = self.dof < 6
+        if q_seed is None:
+            lo = np.where(np.isfinite(self.joint_lower), self.joint_lower, -math.pi)
+            hi = np.where(np.isfinite(self.joint_upper), self.joint_upper, math.pi)
+            q0 = 0.5 * (lo + hi)
+        else:
+            q0 = np.clip(self._vec(q_seed, self.dof, "q_seed"), self.joint_lower, self.joint_upper)
+            if not np.all(np.isfinite(q0)):
+                raise InputError("q_seed holds NaN or inf")
+        T = np.ascontiguousarray(T)
+        q = np.empty(self.dof)
+        info = np.zeros(5)
+        _ik_kernel.solve(self._mf, self._mi, T, q0, self.joint_lower, self.joint_upper, float(tol_position_m),
+                         float(tol_rotation_rad), bool(position_only), int(max_iterations), int(max_restarts),
+                         int(seed), 1e-12, q, info)
+        # Honest flag: re-check the returned q independently of the solver's bookkeeping.
+        Tq = self.fk(q)
+        from .spatial import pose_error
+        dp, dr = pose_error(Tq, T)
+        ok = dp <= tol_position_m and (position_only or dr <= tol_rotation_rad) and self.within_limits(q)
+        msg = "" if ok else (f"no solution within {tol_position_m:g} m / {tol_rotation_rad:g} rad after "
+                             f"{int(info[4])} restarts (best: {dp:.3g} m, {dr:.3g} rad); the target may be "
+                             f"out of reach or only reachable outside the joint limits")
+        return IKResult(q=q, success=bool(ok), position_error_m=dp, rotation_error_rad=dr,
+                        iterations=int(info[3]), restarts=int(info[4]), message=msg)
+
+    def analytic_ik(self):
+        """The closed-form solver for this arm (manip_core.ik_analytic.AnalyticIK) or None."""
+        if not self._analytic_checked:
+            from .ik_analytic import AnalyticIK
+            self._analytic = AnalyticIK.detect(np.array(self.screw_axes_space), np.array(self.home),
+                                               self.joint_types, self.joint_lower, self.joint_upper)
+            self._analytic_checked = True
+        return self._analytic
+
+    def ik_all(self, T_target):
+        """All exact IK solutions (list of q within limits) from the closed form of this arm's geometry.
+
+        Supported: UR-type 6R (up to 8), yaw-pitch-pitch 3R (position only, up to 4), planar 2R (up to 2).
+        Raises NotImplementedError for other arms (use ik()); returns [] for unreachable targets (the reason
+        is in ``last_ik_all_reason``).
+        """
+        solver = self.analytic_ik()
+        if solver is None:
+            raise NotImplementedError(f"{self.name}: no closed-form IK for this joint geometry; use ik()")
+        T = np.asarray(T_target, dtype=np.float64)
+        if not np.all(np.isfinite(T)):
+            raise InputError("T_target holds NaN or inf")
+        sols, reason = solver.solve(T)
+        self.last_ik_all_reason = reason
+        return sols
+
+    # ------------------------------------------------------------------------------------- dynamics
+    def inverse_dynamics(self, q, qd, qdd, gravity=GRAVITY_DEFAULT, f_tip=None):
+        """tau = M(q) qdd + c(q, qd) + g(q) + J_b^T f_tip (N*m or N), recursive Newton-Euler.
+
+        gravity: (3,) m/s^2 in the base frame. f_tip: the wrench [moment; force] (N*m; N) that the tip
+        exerts on the environment, expressed in the tip frame at the tip origin (Modern Robotics' F_tip).
+        """
+        self._need_inertia()
+        n = self.dof
+        q, qd, qdd = self._vec(q, n, "q"), self._vec(qd, n, "qd"), self._vec(qdd, n, "qdd")
+        out = np.empty(n)
+        if K.rnea(self._mf, self._mi, q, qd, qdd, self._gravity(gravity), self._ftip(f_tip), out):
+            self._status(1, "inverse_dynamics")
+        return out
+
+    def inverse_dynamics_batch(self, Q, QD, QDD, gravity=GRAVITY_DEFAULT, f_tip=None):
+        """Joint forces (N, dof) for N states; numba, parallel over N."""
+        self._need_inertia()
+        Q, QD, QDD = self._batch(Q, "Q"), self._batch(QD, "QD"), self._batch(QDD, "QDD")
+        if not Q.shape == QD.shape == QDD.shape:
+            raise InputError(f"Q, QD, QDD must have the same shape, got {Q.shape}, {QD.shape}, {QDD.shape}")
+        out = np.empty_like(Q)
+        self._status(K.rnea_batch(self._mf, self._mi, Q, QD, QDD, self._gravity(gravity), self._ftip(f_tip),
+                                  out), "inverse_dynamics_batch")
+        return out
+
+    def mass_matrix(self, q):
+        """Joint-space mass matrix M(q) (dof, dof), symmetric positive definite; composite rigid bodies."""
+        self._need_inertia()
+        q = self._vec(q, self.dof, "q")
+        out = np.empty((self.dof, self.dof))
+        if K.mass_matrix(self._mf, self._mi, q, out):
+            self._status(1, "mass_matrix")
+        return out
+
+    def mass_matrix_batch(self, Q):
+        """Mass matrices (N, dof, dof)."""
+        self._need_inertia()
+        Q = self._batch(Q, "Q")
+        out = np.empty((Q.shape[0], self.dof, self.dof))
+        self._status(K.mass_matrix_batch(self._mf, self._mi, Q, out), "mass_matrix_batch")
+        return out
+
+    def coriolis_torques(self, q, qd):
+        """c(q, qd) = C(q, qd) qd: Coriolis and centripetal joint forces (RNEA with qdd = 0, g = 0)."""
+        return self.inverse_dynamics(q, qd, np.zeros(self.dof), gravity=(0.0, 0.0, 0.0))
+
+    def gravity_torques(self, q, gravity=GRAVITY_DEFAULT):
+        """g(q): joint forces that hold the arm still against gravity (m/s^2, base frame)."""
+        z = np.zeros(self.dof)
+        return self.inverse_dynamics(q, z, z, gravity=gravity)
+
+    def coriolis_matrix(self, q, qd):
+        """C(q, qd) from the Christoffel symbols of M: C_ij = sum_k Gamma_ijk qd_k, so that C qd = c and
+        dM/dt - 2C is skew-symmetric. Column j is the symmetric bilinear form of c:
+        C e_j = (c(qd + e_j) - c(qd) - c(e_j)) / 2 (exact; 2 dof + 1 RNEA calls)."""
+        qd = self._vec(qd, self.dof, "qd")
+        c0 = self.coriolis_torques(q, qd)
+        C = np.empty((self.dof, self.dof))
+        for j in range(self.dof):
+            e = np.zeros(self.dof)
+            e[j] = 1.0
+            C[:, j] = 0.5 * (self.coriolis_torques(q, qd + e) - c0 - self.coriolis_torques(q, e))
+        return C
+
+    def forward_dynamics(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None):
+        """qdd = M(q)^-1 (tau - c(q, qd) - g(q) - J_b^T f_tip) (rad/s^2 or m/s^2), Cholesky solve."""
+        self._need_inertia()
+        n = self.dof
+        q, qd, tau = self._vec(q, n, "q"), self._vec(qd, n, "qd"), self._vec(tau, n, "tau")
+        out = np.empty(n)
+        st = K.forward_dynamics(self._mf, self._mi, q, qd, tau, self._gravity(gravity), self._ftip(f_tip), out)
+        if st:
+            self._status(st, "forward_dynamics")
+        return out
+
+    def forward_dynamics_batch(self, Q, QD, TAU, gravity=GRAVITY_DEFAULT, f_tip=None):
+        """Joint accelerations (N, dof) for N states; numba, parallel over N."""
+        self._need_inertia()
+        Q, QD, TAU = self._batch(Q, "Q"), self._batch(QD, "QD"), self._batch(TAU, "TAU")
+        if not Q.shape == QD.shape == TAU.shape:
+            raise InputError(f"Q, QD, TAU must have the same shape, got {Q.shape}, {QD.shape}, {TAU.shape}")
+        out = np.empty_like(Q)
+        self._status(K.forward_dynamics_batch(self._mf, self._mi, Q, QD, TAU, self._gravity(gravity),
+                                              self._ftip(f_tip), out), "forward_dynamics_batch")
+        return out
+
+    def describe(self):
+        """A plain dict of the model (joints, limits, screw axes, masses) for printing or JSON."""
+        def num(x):
+            return None if not math.isfinite(x) else float(x)
+        return {
+            "name": self.name, "source": str(self.source), "base_link": self.base_link,
+            "tip_link": self.tip_link, "dof": self.dof,
+            "joints": [{"name": n, "type": t, "lower": num(lo), "upper": num(hi), "velocity_limit": num(v),
+                        "effort_limit": num(e), "screw_axis_space": [float(x) for x in s], "moving_mass_kg": m}
+                       for n, t, lo, hi, v, e, s, m in zip(
+                           self.joint_names, self.joint_types, self.joint_lower, self.joint_upper,
+                           self.velocity_limits, self.effort_limits, np.array(self.screw_axes_space).T,
+                           [float(x) for x in self.link_masses][:self.dof])],
+            "home": np.array(self.home).tolist(),
+        }
+

@@ -1,0 +1,1 @@
+"""Camera and stereo perception of the manip stack: depth, point clouds, object clustering."""

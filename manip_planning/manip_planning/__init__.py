@@ -1,0 +1,1 @@
+"""Motion planning for the manip stack: joint and Cartesian trajectories, collision-aware paths."""

@@ -1,0 +1,1 @@
+"""PyBullet simulation of the manip stack: robot, joint states and camera images."""
