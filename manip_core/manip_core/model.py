@@ -145,8 +145,15 @@ class RobotModel:
             raise InputError(f"{what}: input holds NaN or inf")
         if st == 2:
             raise InputError(f"{what}: the mass matrix is singular (a moving body without mass)")
-        if st:
-            raise InputError(f"{what}: {st} configurations hold NaN or inf")
+
+    @staticmethod
+    def _batch_status(bad, what, *arrays):
+        if bad:
+            finite = np.all([np.isfinite(a).all(axis=1) for a in arrays], axis=0)
+            rows = np.flatnonzero(~finite)
+            detail = f"rows {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} hold NaN or inf" if rows.size \
+                else "the mass matrix is singular (a moving body without mass)"
+            raise InputError(f"{what}: {bad} of {arrays[0].shape[0]} configurations failed: {detail}")
 
     # ----------------------------------------------------------------------------------- kinematics
     def fk(self, q, link=None):
@@ -169,7 +176,7 @@ class RobotModel:
         """Tip poses (N, 4, 4) for N joint vectors Q (N, dof); numba, parallel over N."""
         Q = self._batch(Q, "Q")
         out = np.empty((Q.shape[0], 4, 4))
-        self._status(K.fk_batch(self._mf, self._mi, Q, out), "fk_batch")
+        self._batch_status(K.fk_batch(self._mf, self._mi, Q, out), "fk_batch", Q)
         return out
 
     def jacobian_space(self, q):
@@ -192,14 +199,14 @@ class RobotModel:
         """Space Jacobians (N, 6, dof)."""
         Q = self._batch(Q, "Q")
         out = np.empty((Q.shape[0], 6, self.dof))
-        self._status(K.jacobian_batch(self._mf, self._mi, Q, False, out), "jacobian_space_batch")
+        self._batch_status(K.jacobian_batch(self._mf, self._mi, Q, False, out), "jacobian_space_batch", Q)
         return out
 
     def jacobian_body_batch(self, Q):
         """Body Jacobians (N, 6, dof)."""
         Q = self._batch(Q, "Q")
         out = np.empty((Q.shape[0], 6, self.dof))
-        self._status(K.jacobian_batch(self._mf, self._mi, Q, True, out), "jacobian_body_batch")
+        self._batch_status(K.jacobian_batch(self._mf, self._mi, Q, True, out), "jacobian_body_batch", Q)
         return out
 
     def within_limits(self, q, tol=0.0):
@@ -303,8 +310,11 @@ class RobotModel:
         if not Q.shape == QD.shape == QDD.shape:
             raise InputError(f"Q, QD, QDD must have the same shape, got {Q.shape}, {QD.shape}, {QDD.shape}")
         out = np.empty_like(Q)
-        self._status(K.rnea_batch(self._mf, self._mi, Q, QD, QDD, self._gravity(gravity), self._ftip(f_tip),
-                                  out), "inverse_dynamics_batch")
+        g, f = self._gravity(gravity), self._ftip(f_tip)
+        if not (np.all(np.isfinite(g)) and np.all(np.isfinite(f))):
+            raise InputError("inverse_dynamics_batch: gravity or f_tip holds NaN or inf")
+        self._batch_status(K.rnea_batch(self._mf, self._mi, Q, QD, QDD, g, f, out), "inverse_dynamics_batch",
+                           Q, QD, QDD)
         return out
 
     def mass_matrix(self, q):
@@ -321,7 +331,7 @@ class RobotModel:
         self._need_inertia()
         Q = self._batch(Q, "Q")
         out = np.empty((Q.shape[0], self.dof, self.dof))
-        self._status(K.mass_matrix_batch(self._mf, self._mi, Q, out), "mass_matrix_batch")
+        self._batch_status(K.mass_matrix_batch(self._mf, self._mi, Q, out), "mass_matrix_batch", Q)
         return out
 
     def coriolis_torques(self, q, qd):
@@ -364,8 +374,11 @@ class RobotModel:
         if not Q.shape == QD.shape == TAU.shape:
             raise InputError(f"Q, QD, TAU must have the same shape, got {Q.shape}, {QD.shape}, {TAU.shape}")
         out = np.empty_like(Q)
-        self._status(K.forward_dynamics_batch(self._mf, self._mi, Q, QD, TAU, self._gravity(gravity),
-                                              self._ftip(f_tip), out), "forward_dynamics_batch")
+        g, f = self._gravity(gravity), self._ftip(f_tip)
+        if not (np.all(np.isfinite(g)) and np.all(np.isfinite(f))):
+            raise InputError("forward_dynamics_batch: gravity or f_tip holds NaN or inf")
+        self._batch_status(K.forward_dynamics_batch(self._mf, self._mi, Q, QD, TAU, g, f, out),
+                           "forward_dynamics_batch", Q, QD, TAU)
         return out
 
     def describe(self):
