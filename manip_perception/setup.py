@@ -20,6 +20,8 @@ setup(
     license='Apache-2.0',
     tests_require=['pytest'],
     entry_points={
-        'console_scripts': [],
+        'console_scripts': [
+            'stereo_obstacles = manip_perception.stereo_obstacles_node:main',
+        ],
     },
 )

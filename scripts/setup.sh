@@ -247,4 +247,4 @@ for name in sys.argv[1:]:
 EOF
 [ -x "$VENV/bin/manip-model" ] || die ".venv/bin/manip-model was not created by the editable install of manip_core"
 write_stamp verified "$all_key"
-log "done: .venv is ready (make test, make demo)"
+log "done in ${SECONDS}s: .venv is ready (make test, make demo)"

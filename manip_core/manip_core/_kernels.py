@@ -14,6 +14,9 @@ from ._layout import (AXIS_GENERAL, BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_
                       O_P, O_R, W_A, W_F, W_PABS, W_PREL, W_RABS, W_RREL, W_S, W_V, WS_STRIDE)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
+# Entry points called once per request from Python: they hold the GIL, so the caller's workspace ``ws`` (one per
+# RobotModel, from new_ws) is never used by two threads at once.
+_SINGLE = dict(cache=True, nogil=False, error_model="numpy")
 
 
 @njit(**_JIT)
@@ -33,9 +36,9 @@ def _map_offset(mi):
 
 @njit(**_JIT)
 def all_finite(x):
-    for i in range(x.size):
-        v = x.flat[i]
-        if not np.isfinite(v):
+    """x: 1-D array."""
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
             return False
     return True
 
@@ -210,21 +213,19 @@ def fk_into(mf, mi, q, ws, out):
     tip_pose(mf, mi, ws, out)
 
 
-@njit(**_JIT)
-def fk(mf, mi, q, out):
+@njit(**_SINGLE)
+def fk(mf, mi, ws, q, out):
     if not all_finite(q):
         return 1
-    ws = new_ws(mi)
     fk_into(mf, mi, q, ws, out)
     return 0
 
 
-@njit(**_JIT)
-def fk_frame(mf, mi, q, body, off, out):
+@njit(**_SINGLE)
+def fk_frame(mf, mi, ws, q, body, off, out):
     """Pose of a frame rigidly attached to ``body`` at offset ``off`` (4, 4)."""
     if not all_finite(q):
         return 1
-    ws = new_ws(mi)
     nb = mi[0]
     qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
     to_phys(mf, mi, q, True, qp)
@@ -290,11 +291,10 @@ def jacobian_space_into(mf, mi, ws, body, out):
         j = mi[MI_HEADER + j * MI_STRIDE]
 
 
-@njit(**_JIT)
-def jacobian_space(mf, mi, q, out):
+@njit(**_SINGLE)
+def jacobian_space(mf, mi, ws, q, out):
     if not all_finite(q):
         return 1
-    ws = new_ws(mi)
     nb = mi[0]
     qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
     to_phys(mf, mi, q, True, qp)
@@ -318,11 +318,10 @@ def space_to_body(T, Js, out):
             out[3 + r, c] = T[0, r] * v0 + T[1, r] * v1 + T[2, r] * v2
 
 
-@njit(**_JIT)
-def jacobian_body(mf, mi, q, out):
+@njit(**_SINGLE)
+def jacobian_body(mf, mi, ws, q, out):
     if not all_finite(q):
         return 1
-    ws = new_ws(mi)
     nb = mi[0]
     qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
     to_phys(mf, mi, q, True, qp)
@@ -510,11 +509,10 @@ def rnea_into(mf, mi, q, qd, qdd, grav, ftip, ws, tau):
     from_phys(mf, mi, taup, tau)
 
 
-@njit(**_JIT)
-def rnea(mf, mi, q, qd, qdd, grav, ftip, tau):
+@njit(**_SINGLE)
+def rnea(mf, mi, ws, q, qd, qdd, grav, ftip, tau):
     if not (all_finite(q) and all_finite(qd) and all_finite(qdd) and all_finite(grav) and all_finite(ftip)):
         return 1
-    ws = new_ws(mi)
     rnea_into(mf, mi, q, qd, qdd, grav, ftip, ws, tau)
     return 0
 
@@ -634,11 +632,10 @@ def _zero_unrelated(mi, M):
                 M[j, i] = 0.0
 
 
-@njit(**_JIT)
-def mass_matrix(mf, mi, q, M):
+@njit(**_SINGLE)
+def mass_matrix(mf, mi, ws, q, M):
     if not all_finite(q):
         return 1
-    ws = new_ws(mi)
     crba_into(mf, mi, q, ws, M)
     return 0
 
@@ -692,11 +689,10 @@ def forward_dynamics_into(mf, mi, q, qd, tau, grav, ftip, ws, qdd):
     return cholesky_solve_inplace(M, qdd)
 
 
-@njit(**_JIT)
-def forward_dynamics(mf, mi, q, qd, tau, grav, ftip, qdd):
+@njit(**_SINGLE)
+def forward_dynamics(mf, mi, ws, q, qd, tau, grav, ftip, qdd):
     if not (all_finite(q) and all_finite(qd) and all_finite(tau) and all_finite(grav) and all_finite(ftip)):
         return 1
-    ws = new_ws(mi)
     if not forward_dynamics_into(mf, mi, q, qd, tau, grav, ftip, ws, qdd):
         return 2
     return 0

@@ -1,0 +1,594 @@
+"""ROS 2 node ``controller``: joint trajectory controller with computed-torque (or PD) control.
+
+Graph (docs/graph.md): subscribes ``joint_states`` (sensor_msgs/JointState, reordered by name, extra joints
+ignored) and ``joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory: replaces the
+current trajectory, starting at header.stamp or now when it is zero; one without points stops at the current
+position); publishes ``effort_controller/commands`` (std_msgs/Float64MultiArray, model joint order, within the
+effort limits) and ``joint_trajectory_controller/controller_state`` (manip_msgs/ControllerState) at every
+tick; serves the action ``joint_trajectory_controller/execute_trajectory`` (manip_msgs/ExecuteTrajectory,
+FollowJointTrajectory semantics).
+
+Parameters: control_law ("computed_torque" | "pd"), rate_hz (250), kp, kd (double arrays, one value or one
+per joint; unset or empty: the law's defaults), state_timeout (0.1 s), path_tolerance.position,
+path_tolerance.velocity, goal_tolerance.position, goal_tolerance.velocity (double arrays, one value or one
+per joint, 0 = not checked), goal_time_tolerance (s, 0 = no limit), and urdf_path, robot_description,
+base_link, tip_link (manip_core.ros.model_source.RobotModelSource).
+
+Goals: every goal is accepted and then checked; a goal that fails the checks is aborted at once with
+error_code INVALID_GOAL, INVALID_JOINTS or OLD_HEADER_TIMESTAMP and a reason in error_string (the rclpy goal
+response has no field for a reason). A valid goal preempts the running one (aborted, INVALID_GOAL, "preempted
+by a new goal", as ros2_control's controller does), as does a trajectory on the topic. A canceled goal ends
+CANCELED with the robot holding its current position. When joint_states go stale the running goal is aborted
+with PATH_TOLERANCE_VIOLATED (the path can no longer be checked).
+
+The maths lives in trajectory_sampler, control_laws and tolerances (no rclpy).
+"""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+
+import numpy as np
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rcl_interfaces.msg import ParameterDescriptor
+from builtin_interfaces.msg import Duration as DurationMsg
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from manip_msgs.action import ExecuteTrajectory
+from manip_msgs.msg import ControllerState
+
+from manip_core.ros.model_source import RobotModelSource
+
+from . import tolerances as tol
+from .control_laws import CONTROL_LAWS, gravity_hold, make_law
+from .trajectory_sampler import InvalidJoints, InvalidTrajectory, Trajectory, TrajectorySampler, validate
+
+Result = ExecuteTrajectory.Result
+FEEDBACK_PERIOD_S = 0.05  # ~20 Hz
+
+
+def _sec(stamp):
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def _duration_msg(seconds):
+    s = max(0.0, float(seconds))
+    sec = int(math.floor(s))
+    return DurationMsg(sec=sec, nanosec=min(int(round((s - sec) * 1e9)), 999_999_999))
+
+
+def _floats(a):
+    return [float(x) for x in a]
+
+
+class _Rejected(Exception):
+    def __init__(self, code, text):
+        super().__init__(text)
+        self.code = code
+        self.text = text
+
+
+class _Goal:
+    """One accepted, valid goal while it runs; the control tick finishes it, the execute callback reports."""
+
+    def __init__(self, handle, traj, path_tol, goal_tol, goal_time):
+        self.handle = handle
+        self.id = bytes(handle.goal_id.uuid).hex()[:8]
+        self.traj = traj
+        self.path_tol = path_tol
+        self.goal_tol = goal_tol
+        self.goal_time = goal_time
+        self.done = threading.Event()
+        self.code = None
+        self.text = ""
+        self.canceled = False
+        self.final_error = None
+        self.t0_ns = 0     # start of its trajectory (node clock, ns) and the last point's time (s), set
+        self.end = 0.0     # when the trajectory is over
+
+    def finish(self, code, text, final_error=None, canceled=False):
+        if self.done.is_set():
+            return False
+        self.code, self.text, self.final_error, self.canceled = code, text, final_error, canceled
+        self.done.set()
+        return True
+
+
+class _Active:
+    """The trajectory being followed: start time on the node clock (ns), sampler (made at the first tick)."""
+
+    def __init__(self, traj, t0_ns, goal=None):
+        self.traj = traj
+        self.t0_ns = t0_ns
+        self.goal = goal
+        self.sampler = None
+
+
+class ControllerNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("controller", **kwargs)
+        self._lock = threading.Lock()
+        self._closing = False
+        self._model = None
+        self._law = None
+        self._state = None          # (q, qd, receive time ns) in model order
+        self._prev_js = None        # (q, stamp s) for velocities by finite differences
+        self._hold = None           # set point while holding
+        self._active = None         # _Active or None
+        self._goal = None           # _Goal waiting for its goal check after the trajectory ended
+        self._stale = False
+        self._snapshot = None       # last tick: stamp, desired (q, qd, qdd), actual (q, qd), error (e, ed)
+        self._warned = set()
+        self._tick_wall = []        # monotonic time of recent ticks (jitter statistics)
+        self._tick_stats = [0, 0.0, 0.0, 0.0]  # count, sum dt, sum dt^2, max |dt - period|
+
+        self.control_law = self._param("control_law", "computed_torque",
+                                       "control law: computed_torque (M(q)(qdd_d + Kp e + Kd ed) + c + g) or "
+                                       "pd (Kp e + Kd ed + g(q))")
+        if self.control_law not in CONTROL_LAWS:
+            raise ValueError(f"parameter control_law must be one of {', '.join(CONTROL_LAWS)}, got "
+                             f"'{self.control_law}'")
+        self.rate_hz = float(self._param("rate_hz", 250.0, "control rate (Hz) on the node clock"))
+        if not (math.isfinite(self.rate_hz) and self.rate_hz > 0.0):
+            raise ValueError(f"parameter rate_hz must be > 0, got {self.rate_hz}")
+        self.kp = self._array_param("kp", "position gains per joint (computed_torque: 1/s^2, pd: N*m/rad); "
+                                          "unset or empty: critically damped defaults")
+        self.kd = self._array_param("kd", "velocity gains per joint (computed_torque: 1/s, pd: N*m*s/rad); "
+                                          "unset or empty: critically damped defaults")
+        self.state_timeout = float(self._param("state_timeout", 0.1, "joint_states older than this (s) "
+                                                                     "-> hold position (MODE_STALE_HOLD)"))
+        self._tol_params = {
+            "path_tolerance.position": self._param("path_tolerance.position", [0.0],
+                                                   "default path position tolerance (rad), one or per joint; "
+                                                   "0 = not checked"),
+            "path_tolerance.velocity": self._param("path_tolerance.velocity", [0.0],
+                                                   "default path velocity tolerance (rad/s); 0 = not checked"),
+            "goal_tolerance.position": self._param("goal_tolerance.position", [0.01],
+                                                   "default goal position tolerance (rad); 0 = not checked"),
+            "goal_tolerance.velocity": self._param("goal_tolerance.velocity", [0.05],
+                                                   "default goal velocity tolerance (rad/s); 0 = not checked"),
+        }
+        self.goal_time_tolerance = float(self._param("goal_time_tolerance", 1.0,
+                                                     "default time (s) after the trajectory's end to reach "
+                                                     "the goal tolerance; 0 = no limit"))
+
+        self._cb_control = MutuallyExclusiveCallbackGroup()
+        self._cb_inputs = MutuallyExclusiveCallbackGroup()
+        self._cb_action = ReentrantCallbackGroup()
+        self._effort_pub = self.create_publisher(Float64MultiArray, "effort_controller/commands", 10)
+        self._state_pub = self.create_publisher(ControllerState, "joint_trajectory_controller/controller_state",
+                                                10)
+        self._js_sub = self.create_subscription(JointState, "joint_states", self._on_joint_states, 10,
+                                                callback_group=self._cb_inputs)
+        self._traj_sub = self.create_subscription(JointTrajectory, "joint_trajectory_controller/joint_trajectory",
+                                                  self._on_trajectory, 10, callback_group=self._cb_inputs)
+        self._action = ActionServer(self, ExecuteTrajectory, "joint_trajectory_controller/execute_trajectory",
+                                    execute_callback=self._execute, goal_callback=lambda _g: GoalResponse.ACCEPT,
+                                    cancel_callback=lambda _g: CancelResponse.ACCEPT,
+                                    callback_group=self._cb_action)
+        self._source = RobotModelSource(self, on_model=self._on_model)
+        self._period_s = 1.0 / self.rate_hz
+        self._timer = self.create_timer(self._period_s, self._tick, callback_group=self._cb_control)
+        self.get_logger().info(f"controller: {self.control_law} at {self.rate_hz:g} Hz, state_timeout "
+                               f"{self.state_timeout:g} s")
+
+    # ------------------------------------------------------------------------------------ parameters
+    def _param(self, name, default, description):
+        self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        return self.get_parameter(name).value
+
+    def _array_param(self, name, description):
+        self.declare_parameter(name, Parameter.Type.DOUBLE_ARRAY, ParameterDescriptor(description=description))
+        try:
+            value = self.get_parameter(name).value
+        except rclpy.exceptions.ParameterUninitializedException:
+            value = None
+        return [] if value is None else [float(x) for x in value]
+
+    def _warn_once(self, key, text):
+        if key not in self._warned:
+            self._warned.add(key)
+            self.get_logger().warning(text)
+
+    # --------------------------------------------------------------------------------------- model
+    def _on_model(self, model):
+        n = model.dof
+        try:
+            law = make_law(self.control_law, model, self.kp, self.kd)
+            defaults = {
+                "path": tol.defaults_from_params(n, self._tol_params["path_tolerance.position"],
+                                                 self._tol_params["path_tolerance.velocity"], (), "path_tolerance"),
+                "goal": tol.defaults_from_params(n, self._tol_params["goal_tolerance.position"],
+                                                 self._tol_params["goal_tolerance.velocity"], (), "goal_tolerance"),
+            }
+        except ValueError as e:
+            self.get_logger().error(f"robot model {model.name} not usable with these parameters: {e}")
+            return
+        if not np.all(np.isfinite(model.effort_limits) & (np.asarray(model.effort_limits) > 0)):
+            bad = [j for j, e in zip(model.joint_names, model.effort_limits) if not (math.isfinite(e) and e > 0)]
+            self.get_logger().warning(f"no effort limit for joint(s) {', '.join(bad)}: their efforts are not "
+                                      f"clipped")
+        with self._lock:
+            same = self._model is not None and list(self._model.joint_names) == list(model.joint_names)
+            if not same:
+                self._reset_locked("the robot model changed")
+            self._model, self._law, self._default_tol = model, law, defaults
+        self.get_logger().info(f"controlling {n} joints ({', '.join(model.joint_names)}) with {law.name}: "
+                               f"kp {np.array2string(law.kp, precision=4)}, kd {np.array2string(law.kd, precision=4)}")
+
+    def _reset_locked(self, why):
+        for g in (self._goal, self._active.goal if self._active else None):
+            if g is not None:
+                g.finish(Result.INVALID_GOAL, f"aborted: {why}")
+        self._state = self._prev_js = self._hold = self._active = self._goal = None
+
+    # ----------------------------------------------------------------------------------- inputs
+    def _on_joint_states(self, msg):
+        model = self._model
+        if model is None:
+            return
+        names = list(msg.name)
+        if len(msg.position) != len(names):
+            self._warn_once("js_len", f"joint_states with {len(msg.position)} positions for {len(names)} names: "
+                                      f"ignored")
+            return
+        try:
+            idx = [names.index(j) for j in model.joint_names]
+        except ValueError:
+            missing = [j for j in model.joint_names if j not in names]
+            self._warn_once("js_missing", f"joint_states lack joint(s) {', '.join(missing)}: ignored")
+            return
+        q = np.array([msg.position[i] for i in idx], dtype=np.float64)
+        stamp = _sec(msg.header.stamp)
+        if len(msg.velocity) == len(names):
+            qd = np.array([msg.velocity[i] for i in idx], dtype=np.float64)
+        else:
+            self._warn_once("js_vel", "joint_states carry no velocities: using finite differences of positions")
+            prev = self._prev_js
+            qd = np.zeros_like(q)
+            if prev is not None and stamp > prev[1]:
+                qd = (q - prev[0]) / (stamp - prev[1])
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            self._warn_once("js_nan", "joint_states hold NaN or inf: ignored")
+            return
+        now = self.get_clock().now().nanoseconds
+        with self._lock:
+            if self._model is model:
+                self._prev_js = (q, stamp)
+                self._state = (q, qd, now)
+
+    def _on_trajectory(self, msg):
+        now = self.get_clock().now().nanoseconds
+        with self._lock:
+            if self._model is None or self._state is None:
+                self.get_logger().warning("trajectory rejected: no robot model or joint_states yet")
+                return
+            if not msg.points:
+                self._preempt_locked("preempted by an empty trajectory on the topic")
+                self._active = None
+                self._hold = self._state[0].copy()
+                self.get_logger().info("empty trajectory: stopping at the current position")
+                return
+            try:
+                traj, t0 = self._check_trajectory_locked(msg, now)
+            except _Rejected as r:
+                self.get_logger().warning(f"trajectory rejected: {r.text}")
+                return
+            self._preempt_locked("preempted by a trajectory on the topic")
+            self._active = _Active(traj, t0)
+        self.get_logger().info(f"trajectory accepted (topic): {self._describe(traj, t0, now)}")
+
+    def _describe(self, traj, t0, now):
+        start = "now" if t0 <= now else f"in {(t0 - now) * 1e-9:.3f} s"
+        return (f"{len(traj.times)} points, {traj.duration:.3f} s, {traj.interpolation} interpolation, "
+                f"starting {start}")
+
+    def _check_trajectory_locked(self, msg, now_ns):
+        """Trajectory (model order) and start time (ns) of a JointTrajectory; raises _Rejected."""
+        model = self._model
+        if self._stale:
+            raise _Rejected(Result.INVALID_GOAL, "joint_states are stale; the controller holds position")
+        try:
+            traj = validate(Trajectory.from_points(msg.joint_names, msg.points), model.joint_names,
+                            model.joint_lower, model.joint_upper)
+        except InvalidJoints as e:
+            raise _Rejected(Result.INVALID_JOINTS, str(e)) from None
+        except InvalidTrajectory as e:
+            raise _Rejected(Result.INVALID_GOAL, str(e)) from None
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if stamp_ns == 0:
+            return traj, now_ns
+        end_ns = stamp_ns + int(traj.duration * 1e9)
+        if end_ns < now_ns:
+            raise _Rejected(Result.OLD_HEADER_TIMESTAMP,
+                            f"the trajectory starts at header.stamp {stamp_ns * 1e-9:.3f} s and ends "
+                            f"{(now_ns - end_ns) * 1e-9:.3f} s in the past")
+        return traj, stamp_ns
+
+    def _preempt_locked(self, why):
+        for g in (self._goal, self._active.goal if self._active else None):
+            if g is not None and g.finish(Result.INVALID_GOAL, why):
+                self.get_logger().info(f"goal {g.id} aborted: {why}")
+        self._goal = None
+        if self._active is not None:
+            self._active.goal = None
+
+    # ------------------------------------------------------------------------------------ action
+    def _execute(self, handle):
+        req = handle.request
+        now = self.get_clock().now().nanoseconds
+        with self._lock:
+            try:
+                if self._model is None or self._state is None:
+                    raise _Rejected(Result.INVALID_GOAL, "the controller has no robot model or joint_states yet")
+                traj, t0 = self._check_trajectory_locked(req.trajectory, now)
+                names = self._model.joint_names
+                try:
+                    path_tol = tol.resolve(names, req.path_tolerance, self._default_tol["path"], "path_tolerance")
+                    goal_tol = tol.resolve(names, req.goal_tolerance, self._default_tol["goal"], "goal_tolerance")
+                    goal_time = tol.resolve_goal_time(_sec(req.goal_time_tolerance), self.goal_time_tolerance)
+                except tol.ToleranceError as e:
+                    raise _Rejected(Result.INVALID_GOAL, str(e)) from None
+            except _Rejected as r:
+                goal = None
+                rejected = r
+            else:
+                rejected = None
+                goal = _Goal(handle, traj, path_tol, goal_tol, goal_time)
+                self._preempt_locked("preempted by a new goal")
+                self._active = _Active(traj, t0, goal)
+        gid = bytes(handle.goal_id.uuid).hex()[:8]
+        if rejected is not None:
+            self.get_logger().warning(f"goal {gid} rejected ({_code_name(rejected.code)}): {rejected.text}")
+            handle.abort()
+            return Result(error_code=rejected.code, error_string=rejected.text)
+        self.get_logger().info(f"goal {gid} accepted: {self._describe(traj, t0, now)}")
+        while not goal.done.wait(FEEDBACK_PERIOD_S):
+            if self._closing or not rclpy.ok():
+                goal.finish(Result.INVALID_GOAL, "the controller is shutting down")
+                break
+            if handle.is_cancel_requested:
+                with self._lock:
+                    if goal.finish(Result.SUCCESSFUL, "canceled; holding the current position", canceled=True):
+                        self._stop_goal_locked(goal)
+                break
+            self._publish_feedback(handle, goal)
+        return self._report(handle, goal)
+
+    def _stop_goal_locked(self, goal):
+        """Hold the measured position if ``goal`` still owns the trajectory."""
+        if self._active is not None and self._active.goal is goal:
+            self._active = None
+            if self._state is not None:
+                self._hold = self._state[0].copy()
+        if self._goal is goal:
+            self._goal = None
+
+    def _report(self, handle, goal):
+        res = Result(error_code=int(goal.code), error_string=goal.text)
+        fe = goal.final_error
+        detail = ""
+        if fe is not None:
+            j = int(np.argmax(np.abs(fe[0])))
+            detail = (f"; final errors: max |position| {abs(fe[0][j]):.3g} rad ({goal.traj.joint_names[j]}), "
+                      f"max |velocity| {np.max(np.abs(fe[1])):.3g} rad/s")
+        try:
+            if goal.canceled and handle.is_cancel_requested:
+                handle.canceled()
+                self.get_logger().info(f"goal {goal.id} canceled{detail}")
+            elif goal.code == Result.SUCCESSFUL:
+                handle.succeed()
+                self.get_logger().info(f"goal {goal.id} succeeded{detail}")
+            else:
+                handle.abort()
+                self.get_logger().warning(f"goal {goal.id} aborted ({_code_name(goal.code)}): {goal.text}{detail}")
+        except Exception as e:  # the context may be shutting down
+            if not self._closing:
+                self.get_logger().error(f"goal {goal.id}: could not report the result: {e}")
+        return res
+
+    def _publish_feedback(self, handle, goal):
+        with self._lock:
+            snap = self._snapshot
+            mine = (self._active is not None and self._active.goal is goal) or self._goal is goal
+        if snap is None or not mine:
+            return
+        stamp, t_rel, (q_d, qd_d, qdd_d), (q, qd), (e, ed) = snap
+        fb = ExecuteTrajectory.Feedback()
+        fb.header.stamp = stamp
+        fb.joint_names = list(goal.traj.joint_names)
+        tfs = _duration_msg(t_rel)
+        fb.desired = JointTrajectoryPoint(positions=_floats(q_d), velocities=_floats(qd_d),
+                                          accelerations=_floats(qdd_d), time_from_start=tfs)
+        fb.actual = JointTrajectoryPoint(positions=_floats(q), velocities=_floats(qd), time_from_start=tfs)
+        fb.error = JointTrajectoryPoint(positions=_floats(e), velocities=_floats(ed), time_from_start=tfs)
+        try:
+            handle.publish_feedback(fb)
+        except Exception:  # goal already finished between the check and the call
+            pass
+
+    # -------------------------------------------------------------------------------- control loop
+    def _tick(self):
+        now_msg = self.get_clock().now()
+        now = now_msg.nanoseconds
+        self._tick_timing()
+        with self._lock:
+            law, model, state = self._law, self._model, self._state
+            if law is None:
+                return
+            if state is None:
+                self._warn_once("no_js", "waiting for joint_states (nothing is commanded before the first one)")
+                return
+            q, qd, t_recv = state
+            n = model.dof
+            zero = np.zeros(n)
+            age = (now - t_recv) * 1e-9
+            if age > self.state_timeout:
+                if not self._stale:
+                    self._stale = True
+                    self.get_logger().warning(f"joint_states are stale ({age:.3f} s old > state_timeout "
+                                              f"{self.state_timeout:g} s): holding with gravity compensation "
+                                              f"at the last position")
+                    for g in (self._goal, self._active.goal if self._active else None):
+                        if g is not None and g.finish(Result.PATH_TOLERANCE_VIOLATED,
+                                                      f"joint_states went stale ({age:.3f} s old)"):
+                            self.get_logger().warning(f"goal {g.id} aborted: joint_states went stale")
+                    self._active = self._goal = None
+                    self._hold = q.copy()
+                out = gravity_hold(model, q)
+                self._publish(now_msg, ControllerState.MODE_STALE_HOLD, (q, zero, zero), (q, qd), (zero, zero),
+                              out, 0.0)
+                return
+            if self._stale:
+                self._stale = False
+                self._hold = q.copy()
+                self.get_logger().info("joint_states are back: holding the current position")
+            if self._hold is None:
+                self._hold = q.copy()  # before the first trajectory: hold the first measured position
+                self.get_logger().info("first joint_states: holding the measured position")
+            mode = ControllerState.MODE_HOLD
+            t_rel = 0.0
+            desired = None
+            act = self._active
+            if act is not None:
+                t_rel = (now - act.t0_ns) * 1e-9
+                if act.sampler is None:  # first tick of this trajectory: interpolate from the measured state
+                    act.sampler = TrajectorySampler(act.traj, (q, qd), start_time=max(0.0, t_rel))
+                if t_rel < act.traj.duration:
+                    desired = act.sampler.sample(t_rel)
+                    if t_rel >= 0.0:
+                        mode = ControllerState.MODE_TRACKING
+                else:  # over: hold the last point; a goal now waits for its goal tolerance
+                    self._hold = np.array(act.traj.positions[-1], dtype=np.float64)
+                    self._active = None
+                    self._goal = act.goal
+                    if act.goal is not None:
+                        act.goal.t0_ns, act.goal.end = act.t0_ns, act.traj.duration
+            elif self._goal is not None:
+                t_rel = (now - self._goal.t0_ns) * 1e-9
+            if desired is None:
+                desired = (self._hold, zero, zero)
+            e, ed = law.errors(q, qd, desired[0], desired[1])
+            self._supervise_locked(q, e, ed, t_rel)
+            out = law.compute(q, qd, *desired)
+            self._publish(now_msg, mode, desired, (q, qd), (e, ed), out, t_rel)
+
+    def _supervise_locked(self, q, e, ed, t_rel):
+        """Path tolerances while a goal's trajectory runs, goal tolerances after its end."""
+        names = self._model.joint_names
+        act = self._active
+        if act is not None and act.goal is not None:
+            v = tol.check(act.goal.path_tol, names, e, ed)
+            if v is not None and act.goal.finish(Result.PATH_TOLERANCE_VIOLATED,
+                                                 f"path tolerance violated at t = {t_rel:.3f} s: {v}",
+                                                 (e.copy(), ed.copy())):
+                self._active = None
+                self._hold = q.copy()
+            return
+        g = self._goal
+        if g is None:
+            return
+        end = g.end
+        within = tol.check(g.goal_tol, names, e, ed)
+        outcome = tol.goal_outcome(t_rel, end, g.goal_time, within is None)
+        if outcome == tol.SUCCEEDED:
+            g.finish(Result.SUCCESSFUL, "", (e.copy(), ed.copy()))
+            self._goal = None
+        elif outcome == tol.TIMED_OUT:
+            g.finish(Result.GOAL_TOLERANCE_VIOLATED,
+                     f"goal tolerance not reached {t_rel - end:.3f} s after the trajectory's end "
+                     f"(goal_time_tolerance {g.goal_time:g} s): {within}", (e.copy(), ed.copy()))
+            self._goal = None
+            self._hold = q.copy()
+
+    def _publish(self, now_msg, mode, desired, actual, error, out, t_rel):
+        model = self._model
+        self._effort_pub.publish(Float64MultiArray(data=_floats(out.tau)))
+        stamp = now_msg.to_msg()
+        msg = ControllerState()
+        msg.header.stamp = stamp
+        msg.joint_names = list(model.joint_names)
+        msg.mode = mode
+        msg.control_law = self.control_law
+        msg.desired_positions, msg.desired_velocities, msg.desired_accelerations = (_floats(x) for x in desired)
+        msg.actual_positions, msg.actual_velocities = _floats(actual[0]), _floats(actual[1])
+        msg.position_errors, msg.velocity_errors = _floats(error[0]), _floats(error[1])
+        msg.efforts = _floats(out.tau)
+        msg.saturated = out.any_saturated
+        self._state_pub.publish(msg)
+        self._snapshot = (stamp, t_rel, desired, actual, error)
+
+    def _tick_timing(self):
+        t = time.monotonic()
+        last = getattr(self, "_last_tick_wall", None)
+        self._last_tick_wall = t
+        if last is None:
+            return
+        dt = t - last
+        s = self._tick_stats
+        s[0] += 1
+        s[1] += dt
+        s[2] += dt * dt
+        s[3] = max(s[3], abs(dt - self._period_s))
+
+    def timing_summary(self):
+        """Text with the control period's mean, standard deviation and worst deviation (wall clock)."""
+        n, s1, s2, worst = self._tick_stats
+        if n < 2:
+            return "control loop: too few ticks for statistics"
+        mean = s1 / n
+        std = math.sqrt(max(0.0, s2 / n - mean * mean))
+        return (f"control loop: {n} periods, mean {mean * 1e3:.3f} ms (nominal {self._period_s * 1e3:.3f}), "
+                f"std {std * 1e3:.3f} ms, worst deviation {worst * 1e3:.3f} ms")
+
+    def close(self):
+        """Stop goals (their execute callbacks return) before the node is destroyed."""
+        self._closing = True
+        with self._lock:
+            for g in (self._goal, self._active.goal if self._active else None):
+                if g is not None:
+                    g.finish(Result.INVALID_GOAL, "the controller is shutting down")
+
+
+def _code_name(code):
+    for name in ("SUCCESSFUL", "INVALID_GOAL", "INVALID_JOINTS", "OLD_HEADER_TIMESTAMP", "PATH_TOLERANCE_VIOLATED",
+                 "GOAL_TOLERANCE_VIOLATED"):
+        if getattr(Result, name) == code:
+            return name
+    return str(code)
+
+
+def main(argv=None):
+    rclpy.init(args=argv)
+    try:
+        node = ControllerNode()
+    except ValueError as e:
+        rclpy.logging.get_logger("controller").fatal(str(e))
+        rclpy.try_shutdown()
+        return 2
+    executor = MultiThreadedExecutor(num_threads=6)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.close()
+        node.get_logger().info(node.timing_summary())
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,420 @@
+"""stereo_obstacles: rectified stereo pair -> disparity, point cloud, obstacles (docs/graph.md).
+
+Subscribes (qos_profile_sensor_data): ``stereo/left/image_rect``, ``stereo/right/image_rect`` (Image),
+``stereo/left/camera_info``, ``stereo/right/camera_info`` (CameraInfo).
+Publishes (reliable, depth 10): ``stereo/disparity`` (DisparityImage), ``stereo/points2`` (PointCloud2, left
+optical frame), ``obstacles`` (manip_msgs/ObstacleArray in ``base_frame``, stamp of the images),
+``obstacle_markers`` (MarkerArray: DELETEALL, then one CUBE per obstacle).
+
+Optional self-filter (parameter ``self_filter``, off by default): the robot model comes from
+manip_core's RobotModelSource (``urdf_path`` / ``robot_description`` parameters or topic) and the joint
+values from ``joint_states``; points near the links are dropped before clustering.
+
+The maths is in image_conversion, stereo, obstacles and pairing (no rclpy there).
+"""
+import math
+import time
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField, RegionOfInterest
+from stereo_msgs.msg import DisparityImage
+from visualization_msgs.msg import Marker, MarkerArray
+
+from manip_msgs.msg import Obstacle, ObstacleArray
+
+from .image_conversion import ImageConversionError, fill_image, image_to_numpy, to_mono8, to_rgb8
+from .obstacles import ObstacleError, ObstacleParams, detect_obstacles
+from .pairing import StereoPairer
+from .stereo import (Calibration, DisparityMatcher, Rectifier, SgbmParams, StereoError, back_project,
+                     pack_pointcloud2)
+
+# name: (default, description). Floats and float lists accept integers too (dynamic typing + conversion).
+PARAMETERS = {
+    'base_frame': ('base_link', 'frame of the obstacles (the robot base); the camera pose is given in it'),
+    'camera_frame': ('stereo_left_optical', 'left optical frame: frame_id of points2 when the images have none'),
+    'camera_position': ([0.45, -0.9, 0.7], 'left camera optical centre in base_frame (m)'),
+    'camera_orientation_xyzw': ([-0.89879, 0.0, 0.0, 0.43837],
+                                'left optical frame orientation in base_frame, quaternion (x, y, z, w)'),
+    'stereo_baseline': (0.0, 'expected baseline (m) for a consistency warning; 0 disables it. The baseline '
+                             'used is the one of the right camera_info (P[0,3] = -fx * baseline)'),
+    'min_disparity': (0, 'SGBM minimum disparity (px)'),
+    'num_disparities': (128, 'SGBM disparity search range (px, multiple of 16); Z_min = fx * B / (range - 1)'),
+    'block_size': (5, 'SGBM matched block size (odd, px)'),
+    'uniqueness_ratio': (10, 'SGBM uniqueness margin (percent)'),
+    'speckle_window_size': (100, 'SGBM speckle filter: largest region of smooth disparity treated as noise '
+                                 '(px); 0 disables the filter'),
+    'speckle_range': (2, 'SGBM speckle filter: largest disparity variation within a region (px)'),
+    'disp12_max_diff': (1, 'SGBM left-right consistency tolerance (px); negative disables the check'),
+    'sgbm_p1': (0, 'SGBM smoothness penalty P1 (0: 8 * block_size^2)'),
+    'sgbm_p2': (0, 'SGBM smoothness penalty P2 (0: 32 * block_size^2)'),
+    'sgbm_mode': ('sgbm', 'SGBM mode: sgbm, hh (full 8 paths, slower), sgbm_3way, hh4'),
+    'max_depth': (3.0, 'points farther than this along the optical axis are dropped (m)'),
+    'publish_points': (True, 'publish stereo/points2 (only while it has subscribers)'),
+    'voxel_size': (0.01, 'voxel grid cell for downsampling (m)'),
+    'voxel_min_points': (2, 'voxels holding fewer stereo points are dropped as outliers'),
+    'workspace_min': ([-1.0, -1.0, -0.1], 'workspace crop box, lower corner in base_frame (m)'),
+    'workspace_max': ([1.0, 1.0, 1.2], 'workspace crop box, upper corner in base_frame (m)'),
+    'table_height': (0.0, 'expected height of the support plane in base_frame (m)'),
+    'plane_fit': (True, 'fit the support plane with RANSAC (false: use z = table_height)'),
+    'plane_margin': (0.015, 'points closer than this to the support plane (or below it) are dropped (m)'),
+    'plane_search_band': (0.05, 'RANSAC looks for the plane within table_height +- this (m)'),
+    'plane_max_tilt_deg': (10.0, 'largest tilt of the fitted plane from horizontal (deg)'),
+    'plane_inlier_threshold': (0.008, 'RANSAC inlier distance (m)'),
+    'ransac_iterations': (100, 'RANSAC hypotheses per frame'),
+    'dbscan_eps': (0.025, 'DBSCAN neighbourhood radius (m)'),
+    'dbscan_min_samples': (6, 'DBSCAN points within eps for a core point'),
+    'min_cluster_points': (30, 'clusters with fewer voxels are dropped'),
+    'min_cluster_extent': (0.02, 'clusters whose largest box side is smaller are dropped (m)'),
+    'self_filter': (False, 'drop points near the robot links (needs the robot model and joint_states)'),
+    'self_filter_radius': (0.1, 'self-filter distance from the link origins and the segments between them (m)'),
+    'max_pairing_delay': (0.5, 'an image without a partner of identical stamp is dropped after this (s)'),
+    'pairing_buffer_size': (10, 'images kept per side while waiting for a partner'),
+    'reject_log_period': (5.0, 'smallest interval between two logs of the same rejection reason (s)'),
+}
+
+OBSTACLE_PARAM_NAMES = ('camera_position', 'camera_orientation_xyzw', 'workspace_min', 'workspace_max',
+                        'voxel_size', 'voxel_min_points', 'table_height', 'plane_margin', 'plane_fit',
+                        'plane_search_band', 'plane_max_tilt_deg', 'plane_inlier_threshold',
+                        'ransac_iterations', 'dbscan_eps', 'dbscan_min_samples', 'min_cluster_points',
+                        'min_cluster_extent', 'self_filter_radius')
+SGBM_PARAM_NAMES = {'min_disparity': 'min_disparity', 'num_disparities': 'num_disparities',
+                    'block_size': 'block_size', 'uniqueness_ratio': 'uniqueness_ratio',
+                    'speckle_window_size': 'speckle_window_size', 'speckle_range': 'speckle_range',
+                    'disp12_max_diff': 'disp12_max_diff', 'sgbm_p1': 'p1', 'sgbm_p2': 'p2', 'sgbm_mode': 'mode'}
+RELIABLE = QoSProfile(depth=10)
+
+
+def _typed(name, value):
+    """Value converted to the type of the parameter's default; ValueError when it does not fit."""
+    default = PARAMETERS[name][0]
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be a bool")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name} must be an integer")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number")
+        return float(value)
+    if isinstance(default, list):
+        vals = [float(v) for v in value]
+        if len(vals) != len(default) or not all(math.isfinite(v) for v in vals):
+            raise ValueError(f"{name} must be {len(default)} finite numbers")
+        return vals
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string")
+    return value
+
+
+class Config:
+    """Validated settings built from parameter values (a dict name -> value)."""
+
+    def __init__(self, values):
+        v = {n: _typed(n, values[n]) for n in PARAMETERS}
+        self.values = v
+        self.sgbm = SgbmParams(**{field: v[name] for name, field in SGBM_PARAM_NAMES.items()}).validate()
+        self.obstacles = ObstacleParams(**{n: (tuple(v[n]) if isinstance(v[n], list) else v[n])
+                                           for n in OBSTACLE_PARAM_NAMES}).validate()
+        if v['max_depth'] <= 0 or v['max_pairing_delay'] <= 0 or v['pairing_buffer_size'] < 1:
+            raise ValueError("max_depth and max_pairing_delay must be > 0, pairing_buffer_size >= 1")
+        if not v['base_frame']:
+            raise ValueError("base_frame must not be empty")
+
+
+class StereoObstaclesNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__('stereo_obstacles', **kwargs)
+        for name, (default, description) in PARAMETERS.items():
+            dynamic = isinstance(default, (float, list))
+            self.declare_parameter(name, default, ParameterDescriptor(description=description,
+                                                                      dynamic_typing=dynamic))
+        self.config = Config({n: self.get_parameter(n).value for n in PARAMETERS})
+        self._matcher = DisparityMatcher(self.config.sgbm)
+        self._pairer = StereoPairer(self.config.values['max_pairing_delay'],
+                                    self.config.values['pairing_buffer_size'])
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+        self._info = {'left': None, 'right': None}
+        self._rectifier = None
+        self._rectifier_key = None
+        self._baseline_warned = False
+        self._reject_last = {}
+        self.stats = {'frames': 0, 'rejected': 0}
+        self._last_drop_logged = 0
+
+        self._robot = None
+        self._joint_positions = {}
+        if self.config.values['self_filter']:
+            self._setup_self_filter()
+
+        sd = qos_profile_sensor_data
+        self.create_subscription(Image, 'stereo/left/image_rect', lambda m: self._on_image('left', m), sd)
+        self.create_subscription(Image, 'stereo/right/image_rect', lambda m: self._on_image('right', m), sd)
+        self.create_subscription(CameraInfo, 'stereo/left/camera_info', lambda m: self._on_info('left', m), sd)
+        self.create_subscription(CameraInfo, 'stereo/right/camera_info', lambda m: self._on_info('right', m), sd)
+        self._pub_disp = self.create_publisher(DisparityImage, 'stereo/disparity', RELIABLE)
+        self._pub_points = self.create_publisher(PointCloud2, 'stereo/points2', RELIABLE)
+        self._pub_obstacles = self.create_publisher(ObstacleArray, 'obstacles', RELIABLE)
+        self._pub_markers = self.create_publisher(MarkerArray, 'obstacle_markers', RELIABLE)
+        self.get_logger().info(
+            f"stereo_obstacles ready: SGBM {self.config.sgbm.num_disparities} disparities, block "
+            f"{self.config.sgbm.block_size}; obstacles in '{self.config.values['base_frame']}'"
+            + (", self-filter on" if self._robot is not None else ""))
+
+    # ------------------------------------------------------------------------------------ parameters
+    def _on_set_parameters(self, params):
+        values = dict(self.config.values)
+        for p in params:
+            if p.name in PARAMETERS:
+                values[p.name] = p.value
+        try:
+            config = Config(values)
+            matcher = DisparityMatcher(config.sgbm)
+            if config.values['self_filter'] != self.config.values['self_filter']:
+                raise ValueError("self_filter can only be set at start-up")
+        except (ValueError, TypeError) as e:
+            return SetParametersResult(successful=False, reason=str(e))
+        self.config, self._matcher = config, matcher
+        self._pairer.max_delay_s = config.values['max_pairing_delay']
+        self._pairer.max_pending = config.values['pairing_buffer_size']
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------------------------ self filter
+    def _setup_self_filter(self):
+        try:
+            from manip_core.ros.model_source import RobotModelSource
+            from sensor_msgs.msg import JointState
+        except ImportError as e:
+            self.get_logger().error(f"self_filter needs manip_core ({e}); running without it")
+            return
+        self._robot = RobotModelSource(self)
+        self.create_subscription(JointState, 'joint_states', self._on_joint_state, RELIABLE)
+
+    def _on_joint_state(self, msg):
+        for name, pos in zip(msg.name, msg.position):
+            if math.isfinite(pos):
+                self._joint_positions[name] = pos
+
+    def _link_points(self):
+        """Origins of the base and of every link of the chain in the base frame, or None."""
+        model = self._robot.model if self._robot is not None else None
+        if model is None:
+            return None
+        try:
+            q = np.array([self._joint_positions[n] for n in model.joint_names])
+        except KeyError:
+            self._reject('no_joint_states', 'self-filter skipped: joint_states not (fully) received yet',
+                          count=False)
+            return None
+        pts = [np.zeros(3)] + [model.fk(q, link)[:3, 3] for link in model.link_names]
+        return np.array(pts)
+
+    # ------------------------------------------------------------------------------------ inputs
+    def _reject(self, reason, text, count=True):
+        if count:
+            self.stats['rejected'] += 1
+        now = time.monotonic()
+        if now - self._reject_last.get(reason, -math.inf) >= self.config.values['reject_log_period']:
+            self._reject_last[reason] = now
+            self.get_logger().warn(f"rejected: {text}" + (f" ({self.stats['rejected']} rejected so far)"
+                                                          if count else ""))
+
+    def _on_info(self, side, msg):
+        try:
+            Calibration.from_camera_info(msg)
+        except StereoError as e:
+            self._info[side] = None
+            self._reject(f'info_{side}', f"{side} camera_info: {e}")
+            return
+        self._info[side] = msg
+
+    def _on_image(self, side, msg):
+        stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        pair = self._pairer.add(side, stamp, msg)
+        if self._pairer.dropped != self._last_drop_logged:
+            self._last_drop_logged = self._pairer.dropped
+            self._reject('unpaired', f"images without a partner of identical stamp dropped; counts "
+                                     f"{self._pairer.counts}", count=False)
+        if pair is None:
+            return
+        try:
+            self._process(*pair)
+        except (ImageConversionError, StereoError, ObstacleError, ValueError) as e:
+            self._reject(type(e).__name__ + str(e)[:40], str(e))
+        except Exception as e:  # keep serving; the log says what happened
+            self._reject('unexpected', f"unexpected {type(e).__name__}: {e}")
+
+    def _get_rectifier(self):
+        left, right = self._info['left'], self._info['right']
+        if left is None or right is None:
+            raise StereoError("no valid camera_info received yet for " +
+                              " and ".join(s for s in ('left', 'right') if self._info[s] is None))
+        key = tuple(tuple(float(x) for x in getattr(m, f)) for m in (left, right) for f in ('k', 'd', 'r', 'p')) + \
+            (left.width, left.height, right.width, right.height)
+        if key != self._rectifier_key:
+            self._rectifier = Rectifier.from_calibrations(Calibration.from_camera_info(left),
+                                                          Calibration.from_camera_info(right))
+            self._rectifier_key = key
+            g = self._rectifier.geometry
+            self.get_logger().info(
+                f"stereo calibration: {g.width}x{g.height}, fx {g.fx:.2f}, baseline {g.baseline:.4f} m, "
+                + ("already rectified" if self._rectifier.is_noop else "rectifying with the camera_info R/P"))
+            expected = self.config.values['stereo_baseline']
+            if expected > 0 and abs(expected - g.baseline) > 1e-3 and not self._baseline_warned:
+                self._baseline_warned = True
+                self.get_logger().warn(f"camera_info baseline {g.baseline:.4f} m differs from parameter "
+                                       f"stereo_baseline {expected:.4f} m; using the camera_info")
+        return self._rectifier
+
+    # ------------------------------------------------------------------------------------ processing
+    def _process(self, left_msg, right_msg):
+        t0 = time.perf_counter()
+        rect = self._get_rectifier()
+        g = rect.geometry
+        left = image_to_numpy(left_msg, copy=False)
+        right = image_to_numpy(right_msg, copy=False)
+        if left.shape != right.shape or left_msg.encoding != right_msg.encoding:
+            raise ImageConversionError(f"left {left_msg.encoding} {left.shape} and right {right_msg.encoding} "
+                                       f"{right.shape} images differ")
+        if left.shape[:2] != (g.height, g.width):
+            raise ImageConversionError(f"image size {left.shape[1]}x{left.shape[0]} differs from the "
+                                       f"camera_info size {g.width}x{g.height}")
+        if left.dtype.kind == 'f' and not (np.all(np.isfinite(left)) and np.all(np.isfinite(right))):
+            raise ImageConversionError(f"{left_msg.encoding} image holds NaN or inf")
+        grey_l, grey_r = rect.rectify(to_mono8(left, left_msg.encoding), to_mono8(right, right_msg.encoding))
+        t1 = time.perf_counter()
+        disp = self._matcher.compute(grey_l, grey_r)
+        t2 = time.perf_counter()
+        depth = g.depth_from_disparity(disp)
+        want_cloud = self.config.values['publish_points'] and self._pub_points.get_subscription_count() > 0
+        colors = None
+        if want_cloud:
+            colors = to_rgb8(left, left_msg.encoding)
+            if not rect.is_noop:
+                colors, _ = rect.rectify(colors, colors)
+        res = back_project(depth, g.fx, g.fy, g.cx, g.cy, colors=colors, rotation=g.R_left,
+                           max_depth=self.config.values['max_depth'])
+        points, point_colors = res if colors is not None else (res, None)
+        t3 = time.perf_counter()
+        det = detect_obstacles(points, self.config.obstacles, self._link_points())
+        t4 = time.perf_counter()
+
+        header = left_msg.header
+        frame = header.frame_id or self.config.values['camera_frame']
+        self._publish_obstacles(header.stamp, det.obstacles)
+        if self._pub_disp.get_subscription_count() > 0:
+            self._publish_disparity(left_msg.header, frame, disp, g)
+        if want_cloud:
+            self._publish_cloud(header.stamp, frame, points, point_colors)
+        t5 = time.perf_counter()
+        self.stats['frames'] += 1
+        ms = {k: round(v * 1e3, 1) for k, v in det.timings.items()}
+        self.get_logger().debug(
+            f"frame {header.stamp.sec}.{header.stamp.nanosec:09d}: {len(det.obstacles)} obstacles; "
+            f"convert+rectify {(t1 - t0) * 1e3:.1f} ms, SGBM {(t2 - t1) * 1e3:.1f} ms, points "
+            f"{(t3 - t2) * 1e3:.1f} ms, obstacles {(t4 - t3) * 1e3:.1f} ms {ms}, publish {(t5 - t4) * 1e3:.1f} ms, "
+            f"total {(t5 - t0) * 1e3:.1f} ms; points {det.counts}")
+
+    def _publish_obstacles(self, stamp, obstacles):
+        base = self.config.values['base_frame']
+        out = ObstacleArray()
+        out.header.stamp = stamp
+        out.header.frame_id = base
+        markers = MarkerArray()
+        clear = Marker()
+        clear.header = out.header
+        clear.ns = 'obstacles'
+        clear.action = Marker.DELETEALL
+        markers.markers.append(clear)
+        for i, o in enumerate(obstacles):
+            m = Obstacle()
+            m.header = out.header
+            m.id = i
+            m.center.x, m.center.y, m.center.z = (float(c) for c in o.center)
+            m.size.x, m.size.y, m.size.z = (float(s) for s in o.size)
+            m.radius = float(o.radius)
+            m.num_points = int(o.num_points)
+            out.obstacles.append(m)
+            mk = Marker()
+            mk.header = out.header
+            mk.ns = 'obstacles'
+            mk.id = i
+            mk.type = Marker.CUBE
+            mk.action = Marker.ADD
+            mk.pose.position = m.center
+            mk.pose.orientation.w = 1.0
+            mk.scale.x, mk.scale.y, mk.scale.z = (max(float(s), 0.005) for s in o.size)
+            mk.color.r, mk.color.g, mk.color.b, mk.color.a = 1.0, 0.45, 0.0, 0.6
+            markers.markers.append(mk)
+        self._pub_obstacles.publish(out)
+        self._pub_markers.publish(markers)
+
+    def _publish_disparity(self, header, frame, disp, g):
+        p = self.config.sgbm
+        msg = DisparityImage()
+        msg.header.stamp = header.stamp
+        msg.header.frame_id = frame
+        # DisparityImage convention: d = x_l - x_r - (cx_l - cx_r); invalid values below min_disparity.
+        out = disp - np.float32(g.doffs)
+        out[np.isnan(out)] = p.min_disparity - 1.0
+        fill_image(msg.image, out.astype(np.float32), '32FC1')
+        msg.image.header = msg.header
+        msg.f = float(g.fx)
+        msg.t = float(g.baseline)
+        msg.min_disparity = float(p.min_disparity)
+        msg.max_disparity = float(p.min_disparity + p.num_disparities - 1)
+        msg.delta_d = 1.0 / 16.0
+        x0 = min(g.width, p.min_disparity + p.num_disparities - 1 + p.block_size // 2)
+        msg.valid_window = RegionOfInterest(x_offset=int(x0), y_offset=int(p.block_size // 2),
+                                            width=int(max(0, g.width - x0 - p.block_size // 2)),
+                                            height=int(max(0, g.height - 2 * (p.block_size // 2))))
+        self._pub_disp.publish(msg)
+
+    def _publish_cloud(self, stamp, frame, points, colors):
+        c = pack_pointcloud2(points, colors)
+        msg = PointCloud2()
+        msg.header.stamp = stamp
+        msg.header.frame_id = frame
+        msg.height, msg.width = c.height, c.width
+        msg.fields = [PointField(name=n, offset=o, datatype=d, count=k) for n, o, d, k in c.fields]
+        msg.is_bigendian = c.is_bigendian
+        msg.point_step, msg.row_step = c.point_step, c.row_step
+        msg.data = c.data
+        msg.is_dense = c.is_dense
+        self._pub_points.publish(msg)
+
+    def summary(self):
+        return f"{self.stats['frames']} frames processed, {self.stats['rejected']} rejected, " \
+               f"pairing {self._pairer.counts}"
+
+
+def main(args=None):
+    rclpy.init(args=args)  # installs the SIGINT/SIGTERM handlers that shut the context down
+    node = None
+    rc = 0
+    try:
+        node = StereoObstaclesNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (ValueError, TypeError) as e:  # invalid start-up parameters
+        rclpy.logging.get_logger('stereo_obstacles').fatal(f"invalid parameters: {e}")
+        rc = 1
+    finally:
+        if node is not None:
+            node.get_logger().info(f"shutting down: {node.summary()}")
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return rc
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
