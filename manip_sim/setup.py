@@ -11,6 +11,7 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
+        ('share/' + package_name + '/config', ['config/stereo_camera.yaml', 'config/pick_place_scene.yaml']),
     ],
     install_requires=['setuptools'],
     zip_safe=False,
@@ -20,6 +21,8 @@ setup(
     license='Apache-2.0',
     tests_require=['pytest'],
     entry_points={
-        'console_scripts': [],
+        'console_scripts': [
+            'sim_bridge = manip_sim.sim_bridge_node:main',
+        ],
     },
 )

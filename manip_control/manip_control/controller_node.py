@@ -200,7 +200,7 @@ class ControllerNode(Node):
             self.get_logger().warning(text)
 
     # --------------------------------------------------------------------------------------- model
-    def _on_model(self, model):
+    def _on_model(self, model, *_urdf_text):
         n = model.dof
         try:
             law = make_law(self.control_law, model, self.kp, self.kd)

@@ -65,8 +65,55 @@ def _errors(mf, mi, q, Tt, ws, T, e):
 
 
 @njit(**_JIT)
-def solve(mf, mi, Tt, q0, lower, upper, tol_pos, tol_rot, position_only, max_iters, max_restarts, seed,
-          lambda_min, q_out, info):
+def _limited_step(J, e, q, lower, upper, lam, r0, H, g, er, free, qn):
+    """qn = q + dq from the damped normal equations (J^T J + lam I) dq = J^T e, with joint limits as an
+    active set: a joint whose step would cross its limit is moved onto the limit, its motion taken out of the
+    error (er = e - J_k dq_k), and the step re-solved for the remaining joints (at most dof passes)."""
+    dof = q.shape[0]
+    for k in range(dof):
+        free[k] = True
+        qn[k] = q[k]
+    for r in range(6):
+        er[r] = e[r]
+    for _ in range(dof):
+        for a in range(dof):
+            s = 0.0
+            if free[a]:
+                for r in range(r0, 6):
+                    s += J[r, a] * er[r]
+            g[a] = s
+            for b in range(a + 1):
+                s = 0.0
+                if free[a] and free[b]:
+                    for r in range(r0, 6):
+                        s += J[r, a] * J[r, b]
+                H[a, b] = s
+                H[b, a] = s
+            H[a, a] += lam
+        K.cholesky_solve_inplace(H, g)
+        blocked = False
+        for k in range(dof):
+            if not free[k]:
+                continue
+            v = qn[k] + g[k]
+            lim = lower[k] if v < lower[k] else (upper[k] if v > upper[k] else v)
+            if lim != v:
+                free[k] = False
+                blocked = True
+                d = lim - qn[k]
+                qn[k] = lim
+                for r in range(r0, 6):
+                    er[r] -= J[r, k] * d
+        if not blocked:
+            for k in range(dof):
+                if free[k]:
+                    qn[k] += g[k]
+            return
+
+
+@njit(**_JIT)
+def _search(mf, mi, Tt, q0, lower, upper, tol_pos, tol_rot, position_only, max_iters, max_restarts, seed,
+            lambda_min, q_out, info):
     """LM with restarts. q_out: best q found; info: [success, pos err m, rot err rad, iterations, restarts]."""
     dof = mi[1]
     np.random.seed(seed)
@@ -78,6 +125,8 @@ def solve(mf, mi, Tt, q0, lower, upper, tol_pos, tol_rot, position_only, max_ite
     g = np.empty(dof)
     q = q0.copy()
     qn = np.empty(dof)
+    er = np.empty(6)
+    free = np.empty(dof, dtype=np.bool_)
     r0 = 3 if position_only else 0
     total_iters = 0
     best_cost = np.inf
@@ -116,26 +165,7 @@ def solve(mf, mi, Tt, q0, lower, upper, tol_pos, tol_rot, position_only, max_ite
                 J[4, c] += wz * px - wx * pz
                 J[5, c] += wx * py - wy * px
             lam = mu * cost + lambda_min
-            for a in range(dof):
-                s = 0.0
-                for r in range(r0, 6):
-                    s += J[r, a] * e[r]
-                g[a] = s
-                for b in range(a + 1):
-                    s = 0.0
-                    for r in range(r0, 6):
-                        s += J[r, a] * J[r, b]
-                    H[a, b] = s
-                    H[b, a] = s
-                H[a, a] += lam
-            K.cholesky_solve_inplace(H, g)
-            for k in range(dof):
-                v = q[k] + g[k]
-                if v < lower[k]:
-                    v = lower[k]
-                elif v > upper[k]:
-                    v = upper[k]
-                qn[k] = v
+            _limited_step(J, e, q, lower, upper, lam, r0, H, g, er, free, qn)
             pos_n, rot_n = _errors(mf, mi, qn, Tt, ws, T, e)
             cost_n = 0.0
             for r in range(r0, 6):
@@ -167,3 +197,42 @@ def solve(mf, mi, Tt, q0, lower, upper, tol_pos, tol_rot, position_only, max_ite
     info[0] = 0.0
     info[3] = total_iters
     info[4] = max_restarts
+
+
+@njit(**_JIT)
+def solve(mf, mi, Tt, q0, lower, upper, tol_pos, tol_rot, position_only, max_iters, max_restarts, seed,
+          lambda_min, q_out, info):
+    """Check the target, search, then judge the returned q afresh.
+
+    Returns 0, 1 when Tt or q0 holds NaN/inf, 2 when Tt's rotation is not orthonormal (|R^T R - I| > 1e-6
+    or det R < 0). info = [success, position error m, rotation error rad, iterations, restarts], where the
+    errors come from a new FK of q_out and success requires them within tolerance and q_out within limits.
+    """
+    for r in range(4):
+        if not K.all_finite(Tt[r]):
+            return 1
+    if not K.all_finite(q0):
+        return 1
+    for a in range(3):
+        for b in range(3):
+            d = Tt[0, a] * Tt[0, b] + Tt[1, a] * Tt[1, b] + Tt[2, a] * Tt[2, b] - (1.0 if a == b else 0.0)
+            if abs(d) > 1e-6:
+                return 2
+    det = (Tt[0, 0] * (Tt[1, 1] * Tt[2, 2] - Tt[1, 2] * Tt[2, 1]) - Tt[0, 1] * (Tt[1, 0] * Tt[2, 2] - Tt[1, 2] * Tt[2, 0])
+           + Tt[0, 2] * (Tt[1, 0] * Tt[2, 1] - Tt[1, 1] * Tt[2, 0]))
+    if det < 0.0:
+        return 2
+    _search(mf, mi, Tt, q0, lower, upper, tol_pos, tol_rot, position_only, max_iters, max_restarts, seed,
+            lambda_min, q_out, info)
+    ws = K.new_ws(mi)
+    T = np.empty((4, 4))
+    e = np.empty(6)
+    pos, rot = _errors(mf, mi, q_out, Tt, ws, T, e)
+    within = True
+    for k in range(q_out.shape[0]):
+        if not (lower[k] <= q_out[k] <= upper[k]):
+            within = False
+    info[0] = 1.0 if (within and pos <= tol_pos and (position_only or rot <= tol_rot)) else 0.0
+    info[1] = pos
+    info[2] = rot
+    return 0

@@ -69,6 +69,9 @@ class RobotModel:
         self.screw_axes_space.setflags(write=False)
         self._analytic = None
         self._analytic_checked = False
+        lo = np.where(np.isfinite(self.joint_lower), self.joint_lower, -math.pi)
+        hi = np.where(np.isfinite(self.joint_upper), self.joint_upper, math.pi)
+        self._ik_default_seed = 0.5 * (lo + hi)  # the middle of the limits
 
     # ------------------------------------------------------------------------------------ construction
     @classmethod
@@ -234,36 +237,24 @@ class RobotModel:
             position_only = True if position_only is None else position_only
         if T.shape != (4, 4):
             raise InputError(f"T_target must be a (4, 4) pose or a (3,) position, got shape {T.shape}")
-        if not np.all(np.isfinite(T)):
-            raise InputError("T_target holds NaN or inf")
-        R = T[:3, :3]
-        if not np.allclose(R.T @ R, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
-            raise InputError("T_target's rotation is not orthonormal (R^T R != I or det R < 0)")
         if position_only is None:
             position_only = self.dof < 6
-        if q_seed is None:
-            lo = np.where(np.isfinite(self.joint_lower), self.joint_lower, -math.pi)
-            hi = np.where(np.isfinite(self.joint_upper), self.joint_upper, math.pi)
-            q0 = 0.5 * (lo + hi)
-        else:
-            q0 = np.clip(self._vec(q_seed, self.dof, "q_seed"), self.joint_lower, self.joint_upper)
-            if not np.all(np.isfinite(q0)):
-                raise InputError("q_seed holds NaN or inf")
-        T = np.ascontiguousarray(T)
+        q0 = self._ik_default_seed if q_seed is None else np.clip(self._vec(q_seed, self.dof, "q_seed"),
+                                                                  self.joint_lower, self.joint_upper)
         q = np.empty(self.dof)
         info = np.zeros(5)
-        _ik_kernel.solve(self._mf, self._mi, T, q0, self.joint_lower, self.joint_upper, float(tol_position_m),
-                         float(tol_rotation_rad), bool(position_only), int(max_iterations), int(max_restarts),
-                         int(seed), 1e-12, q, info)
-        # Honest flag: re-check the returned q independently of the solver's bookkeeping.
-        Tq = self.fk(q)
-        from .spatial import pose_error
-        dp, dr = pose_error(Tq, T)
-        ok = dp <= tol_position_m and (position_only or dr <= tol_rotation_rad) and self.within_limits(q)
+        st = _ik_kernel.solve(self._mf, self._mi, np.ascontiguousarray(T), q0, self.joint_lower, self.joint_upper,
+                              float(tol_position_m), float(tol_rotation_rad), bool(position_only),
+                              int(max_iterations), int(max_restarts), int(seed), 1e-12, q, info)
+        if st == 1:
+            raise InputError("T_target or q_seed holds NaN or inf")
+        if st == 2:
+            raise InputError("T_target's rotation is not orthonormal (R^T R != I or det R < 0)")
+        ok, dp, dr = bool(info[0]), float(info[1]), float(info[2])
         msg = "" if ok else (f"no solution within {tol_position_m:g} m / {tol_rotation_rad:g} rad after "
                              f"{int(info[4])} restarts (best: {dp:.3g} m, {dr:.3g} rad); the target may be "
                              f"out of reach or only reachable outside the joint limits")
-        return IKResult(q=q, success=bool(ok), position_error_m=dp, rotation_error_rad=dr,
+        return IKResult(q=q, success=ok, position_error_m=dp, rotation_error_rad=dr,
                         iterations=int(info[3]), restarts=int(info[4]), message=msg)
 
     def analytic_ik(self):

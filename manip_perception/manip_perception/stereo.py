@@ -183,7 +183,7 @@ class SgbmParams:
     pre_filter_cap: int = 31
     p1: int = 0  # 0: 8 * channels * block_size^2
     p2: int = 0  # 0: 32 * channels * block_size^2
-    mode: str = 'sgbm'  # sgbm | hh | sgbm_3way | hh4
+    mode: str = 'sgbm_3way'  # sgbm | hh | sgbm_3way | hh4
 
     def validate(self):
         if self.num_disparities <= 0 or self.num_disparities % 16:

@@ -66,7 +66,9 @@ def test_disparity_and_depth_match_ground_truth(scene):
     assert np.median(np.abs(disp[on_objects] - d_gt[on_objects])) < 0.5
     # Depth from disparity: Z = fx * B / d.
     depth = disparity_to_depth(disp, cam.fx, cam.baseline)
-    rel = np.abs(depth[valid] - scene.depth[valid]) / scene.depth[valid]
+    has_depth = valid & np.isfinite(depth)
+    assert has_depth.sum() > 0.99 * valid.sum()
+    rel = np.abs(depth[has_depth] - scene.depth[has_depth]) / scene.depth[has_depth]
     assert np.median(rel) < 0.005
     assert np.isnan(depth[~np.isfinite(disp)]).all()
 
@@ -84,9 +86,10 @@ def test_back_projected_points_lie_on_the_true_solids(scene):
     ok = smooth_mask(scene.depth, cam)[valid]
     for o in scene.objects:
         p = base[(seg == o.body) & ok]
-        lo, hi = o.position - o.half_extents - 0.01, o.position + o.half_extents + 0.01
+        # 2 cm: about 0.5 px of disparity at the cylinder's 1.45 m.
+        lo, hi = o.position - o.half_extents - 0.02, o.position + o.half_extents + 0.02
         inside = np.all((p >= lo) & (p <= hi), axis=1)
-        assert p.shape[0] > 500 and inside.mean() > 0.97, (o.name, inside.mean())
+        assert p.shape[0] > 500 and inside.mean() > 0.95, (o.name, inside.mean())
     table = base[(seg == scene.table) & ok & (scene.depth[valid] < 2.0)]
     assert np.median(np.abs(table[:, 2])) < 0.004
 

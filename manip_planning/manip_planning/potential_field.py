@@ -13,7 +13,7 @@ Configuration space: the joints q. Potential U(q) = U_att(q) + U_rep(q):
 * Sliding term: a sphere whose repulsion opposes the attraction is also pushed along the obstacle surface,
   in the direction of ``slide_direction`` (default up, +z) projected on the tangent plane: objects on a
   table are passed over, which breaks the classic local minimum in front of a wall.
-Descent: normalised steps of ``step`` rad, clipped to the joint limits. No progress towards the goal for
+Descent: normalised steps of ``step`` rad (halved while the direction keeps reversing), clipped to the joint limits. No progress towards the goal for
 ``stall_iterations`` steps is a local minimum: a random walk of collision-free steps tries to leave it
 (randomised potential field, Barraquand & Latombe), at most ``max_escapes`` times, then PlanningError
 (PLANNING_FAILED). The descent's samples are the raw path; avoidance.py shortcuts, smooths and checks it.
@@ -74,7 +74,8 @@ class PotentialField:
         return e / max(float(np.linalg.norm(e)), self.o.attractive_radius)
 
     def force(self, q):
-        """(-grad U at q (dof,), min obstacle clearance, min floor clearance)."""
+        """(-grad U at q (dof,), min obstacle clearance, min floor clearance); the attraction alone is
+        kept in ``last_attraction``."""
         C, J = self.arm.centers_and_jacobians(q)
         r = self.arm.radius
         d, n = self.scene.distances(C)
@@ -82,6 +83,7 @@ class PotentialField:
         fl = self.scene.floor_distances(C) - r
         fl = np.where(self._floor_mask, fl, np.inf)
         f_att = self.attraction(q)
+        self.last_attraction = f_att
         f = f_att.copy()
         rho0 = self.o.influence_distance
         # Goal-near-obstacle fix (Ge & Cui 2000): the repulsion fades as (|q - q_goal| / attractive_radius)^2
@@ -120,6 +122,8 @@ def potential_field_path(arm, scene, q_start, q_goal, lower, upper, options=None
     since_best = 0
     escapes = 0
     it = 0
+    h = o.step
+    prev_dir = None
     while it < o.max_iterations:
         it += 1
         dist = float(np.linalg.norm(goal - q))
@@ -131,7 +135,23 @@ def potential_field_path(arm, scene, q_start, q_goal, lower, upper, options=None
         if nf < 1e-12:
             since_best = o.stall_iterations  # exact equilibrium: a local minimum
         else:
-            q = np.clip(q + o.step * f / nf, lower, upper)
+            d = f / nf
+            # Oscillation across a ridge of the field: halve the step (down to step / 8), regrow on progress.
+            if prev_dir is not None and float(d @ prev_dir) < 0.0:
+                h = max(0.125 * o.step, 0.5 * h)
+            else:
+                h = min(o.step, 1.25 * h)
+            prev_dir = d
+            cand = np.clip(q + h * d, lower, upper)
+            # Never step below the safety margin (or below where we are, if already closer): then move by
+            # the repulsion alone.
+            c_now = min(arm.clearance(q, scene))
+            if min(arm.clearance(cand, scene)) < min(o.safety_margin, c_now):
+                rep = f - field.last_attraction
+                nr = float(np.linalg.norm(rep))
+                if nr > 1e-12:
+                    cand = np.clip(q + h * rep / nr, lower, upper)
+            q = cand
             path.append(q.copy())
             dist = float(np.linalg.norm(goal - q))
             if dist < best - 0.5 * o.step:

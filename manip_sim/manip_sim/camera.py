@@ -229,6 +229,7 @@ class StereoFrame:
     right: np.ndarray
     render_s: float        # time the renderer took for the pair (s)
     latency_s: float       # wall time from the request to the arrival of the images (s)
+    requested: float       # time.monotonic() of the request
 
 
 class RenderProcess:
@@ -330,7 +331,8 @@ class RenderProcess:
         self.busy = False
         shape = (self.camera.height, self.camera.width, 3)
         return StereoFrame(stamp, np.frombuffer(left, np.uint8).reshape(shape),
-                           np.frombuffer(right, np.uint8).reshape(shape), render_s, time.monotonic() - t_request)
+                           np.frombuffer(right, np.uint8).reshape(shape), render_s, time.monotonic() - t_request,
+                           t_request)
 
     def close(self, timeout=2.0):
         """Stop the child (asks, then terminates, then kills)."""

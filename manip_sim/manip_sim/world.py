@@ -328,9 +328,12 @@ class World:
                                            physicsClientId=self.client)
 
     def _vector(self, values, what):
-        a = np.asarray(values, dtype=float).reshape(-1) if np.ndim(values) <= 1 else None
-        if a is None or a.shape != (self.dof,):
-            n = "?" if a is None else a.shape[0]
+        try:
+            a = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            raise CommandError(f"{what}: not a list of numbers") from None
+        if a.ndim != 1 or a.shape[0] != self.dof:
+            n = a.shape[0] if a.ndim == 1 else f"shape {a.shape}"
             raise CommandError(f"{what}: expected {self.dof} values (joints {', '.join(self.joint_names)}), "
                                f"got {n}")
         if not np.all(np.isfinite(a)):
@@ -338,12 +341,28 @@ class World:
                                f"{[self.joint_names[i] for i in np.flatnonzero(~np.isfinite(a))]}")
         return a
 
+    # Checks without touching PyBullet (safe from any thread): what apply_efforts / set_position_targets
+    # would reject.
+    def check_efforts(self, tau):
+        """The effort command as an array; raises CommandError (wrong length, NaN/inf)."""
+        return self._vector(tau, "effort command")
+
+    def check_positions(self, q):
+        """The position command as an array; raises CommandError (wrong length, NaN/inf, beyond limits)."""
+        q = self._vector(q, "position command")
+        lo, hi = np.asarray(self.model.joint_lower), np.asarray(self.model.joint_upper)
+        bad = (q < lo - 1e-9) | (q > hi + 1e-9)
+        if bad.any():
+            raise CommandError(f"position command beyond the joint limits at "
+                               f"{[self.joint_names[i] for i in np.flatnonzero(bad)]}")
+        return q
+
     # ----------------------------------------------------------------------------------- commands
     def apply_efforts(self, tau):
         """Command joint efforts (N*m or N, model order), applied every step until the next command (or the
         watchdog). Values beyond the URDF effort limits are clipped. Returns the boolean mask of clipped
         joints. Raises CommandError (keeping the previous command) for a wrong length or NaN/inf."""
-        tau = self._vector(tau, "effort command")
+        tau = self.check_efforts(tau)
         clipped = np.abs(tau) > self.effort_limits
         if self.mode != MODE_EFFORT:
             self._disable_motors(self._idx)
@@ -358,12 +377,7 @@ class World:
     def set_position_targets(self, q):
         """Command joint positions (rad or m, model order): PyBullet position control with the effort limits
         as maximum force. Raises CommandError for a wrong length, NaN/inf or targets beyond the limits."""
-        q = self._vector(q, "position command")
-        lo, hi = np.asarray(self.model.joint_lower), np.asarray(self.model.joint_upper)
-        bad = (q < lo - 1e-9) | (q > hi + 1e-9)
-        if bad.any():
-            raise CommandError(f"position command beyond the joint limits at "
-                               f"{[self.joint_names[i] for i in np.flatnonzero(bad)]}")
+        q = self.check_positions(q)
         self._q_target = q.copy()
         self.mode = MODE_POSITION
         self._last_command_time = self.time

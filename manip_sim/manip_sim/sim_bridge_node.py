@@ -1,0 +1,396 @@
+"""sim_bridge: the PyBullet simulation on the ROS graph, behaving like a real robot driver.
+
+Publishes (names relative, except /clock; see docs/graph.md):
+  /clock (rosgraph_msgs/Clock)            simulated time from 0, every physics step (or clock_rate_hz)
+  joint_states (sensor_msgs/JointState)   model joint order, publish_rate_hz, stamped with simulated time
+  stereo/left/image_rect, stereo/right/image_rect (sensor_msgs/Image, rgb8, sensor-data QoS)
+  stereo/left/camera_info, stereo/right/camera_info (sensor_msgs/CameraInfo, sensor-data QoS); frame_id of
+      the left pair: camera_frame; of the right pair: right_camera_frame (default: camera_frame with "left"
+      replaced by "right", e.g. stereo_right_optical); right P[3] = -fx * baseline. Stamp: the simulated
+      time of the state that was rendered.
+  sim/objects (manip_msgs/SceneObjectArray)  ground truth in base_frame, objects_rate_hz
+Subscribes:
+  effort_controller/commands, position_controller/commands (std_msgs/Float64MultiArray, model joint order);
+      a wrong length, NaN/inf (or a position beyond the limits) is logged and dropped (the previous command
+      stays); the latest valid command of either kind decides the mode; no command for command_timeout s
+      (simulated) -> the robot holds its position.
+Serves:
+  gripper/grasp (manip_msgs/srv/Grasp): suction attach (named or nearest object) / release.
+
+The physics runs in its own thread (paced to wall time by real_time_factor, 0: as fast as possible); the
+stereo pair is rendered by a child process (manip_sim.camera.RenderProcess) at camera_rate_hz of simulated
+time, dropping frames while it is busy; a third thread publishes the images. Stamps always carry the
+simulated time (this node is the source of /clock).
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy, qos_profile_sensor_data
+
+try:
+    from rclpy.executors import ExternalShutdownException
+except ImportError:  # pragma: no cover (older rclpy)
+    class ExternalShutdownException(Exception):
+        pass
+
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Pose
+from manip_msgs.msg import SceneObject, SceneObjectArray
+from manip_msgs.srv import Grasp
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Float64MultiArray
+
+from .camera import RenderProcess, StereoCamera, right_frame_name
+from .scene import SceneError, default_scene_path, load_scene
+from .world import CommandError, World
+
+# Defaults of the camera parameters: those of manip_sim/config/stereo_camera.yaml.
+CAMERA_DEFAULTS = {
+    "base_frame": "base_link",
+    "camera_frame": "stereo_left_optical",
+    "right_camera_frame": "",
+    "camera_position": [0.45, -0.9, 0.7],
+    "camera_orientation_xyzw": [-0.89879, 0.0, 0.0, 0.43837],
+    "stereo_baseline": 0.12,
+    "image_width": 640,
+    "image_height": 480,
+    "horizontal_fov_deg": 70.0,
+}
+
+
+def stamp_from_seconds(t):
+    ns = int(round(t * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def image_msg(array, stamp, frame_id):
+    h, w, _ = array.shape
+    msg = Image()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.height, msg.width = h, w
+    msg.encoding = "rgb8"
+    msg.is_bigendian = 0
+    msg.step = w * 3
+    msg.data = array.tobytes()   # bytes, not an ndarray (much faster)
+    return msg
+
+
+def camera_info_msg(camera: StereoCamera, right, stamp):
+    msg = CameraInfo()
+    msg.header.stamp = stamp
+    msg.header.frame_id = camera.right_frame_id if right else camera.frame_id
+    msg.width, msg.height = camera.width, camera.height
+    msg.distortion_model = "plumb_bob"
+    msg.d = [0.0] * 5
+    msg.k = camera.K().reshape(-1).tolist()
+    msg.r = np.eye(3).reshape(-1).tolist()
+    msg.p = camera.P(right).reshape(-1).tolist()
+    return msg
+
+
+class SimBridge(Node):
+    def __init__(self, **kwargs):
+        super().__init__("sim_bridge", **kwargs)
+        self._stop = threading.Event()
+        self._inbox = queue.SimpleQueue()       # work for the physics thread: (kind, payload, reply)
+        self._renderer = None
+        self.world = None
+        self._threads = []
+        try:
+            self._setup()
+        except BaseException:
+            self.stop()
+            self.destroy_node()
+            raise
+
+    def _setup(self):
+        p = self._params = self._declare_parameters()
+        self.scene = load_scene(p["scene_file"])
+        self.world = World(self.scene, time_step=1.0 / p["physics_rate_hz"], gui=p["gui"],
+                           command_timeout=p["command_timeout"], on_event=self._on_world_event)
+        w = self.world
+        self.camera = StereoCamera(
+            tuple(p["camera_position"]), tuple(p["camera_orientation_xyzw"]), p["stereo_baseline"],
+            p["image_width"], p["image_height"], p["horizontal_fov_deg"], frame_id=p["camera_frame"],
+            right_frame_id=p["right_camera_frame"] or right_frame_name(p["camera_frame"]))
+
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+        self.pub_clock = self.create_publisher(Clock, "/clock", reliable)
+        self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
+        self.pub_objects = self.create_publisher(SceneObjectArray, "sim/objects", reliable)
+        self.pub_images = [self.create_publisher(Image, f"stereo/{s}/image_rect", qos_profile_sensor_data)
+                           for s in ("left", "right")]
+        self.pub_infos = [self.create_publisher(CameraInfo, f"stereo/{s}/camera_info", qos_profile_sensor_data)
+                          for s in ("left", "right")]
+        self.create_subscription(Float64MultiArray, "effort_controller/commands",
+                                 lambda m: self._on_command(m, "effort"), reliable)
+        self.create_subscription(Float64MultiArray, "position_controller/commands",
+                                 lambda m: self._on_command(m, "position"), reliable)
+        self.create_service(Grasp, "gripper/grasp", self._on_grasp)
+
+        rate = p["physics_rate_hz"]
+        self._every_clock = 1 if p["clock_rate_hz"] <= 0 else max(1, round(rate / p["clock_rate_hz"]))
+        self._every_joints = max(1, round(rate / p["publish_rate_hz"]))
+        self._every_objects = max(1, round(rate / p["objects_rate_hz"])) if p["objects_rate_hz"] > 0 else 0
+        self._every_camera = max(1, round(rate / p["camera_rate_hz"])) if p["camera_rate_hz"] > 0 else 0
+        self._rejected = 0
+        self._image_stats = {"pairs": 0, "dropped": 0, "latency": [], "render": []}
+
+        log = self.get_logger()
+        log.info(f"robot {w.model.name!r} from {self.scene.robot.urdf}: {w.dof} joints "
+                 f"[{', '.join(w.joint_names)}], {w.base_link} -> {w.tip_link}, effort limits "
+                 f"{np.round(w.effort_limits, 2).tolist()} N*m, start mode {w.mode!r}")
+        if not (w.urdf.has_visual or w.urdf.has_collision):
+            log.info("the robot's URDF has no visual/collision geometry: the arm is invisible to the camera "
+                     "and collides with nothing")
+        log.info(f"scene {p['scene_file']}: objects "
+                 + ", ".join(f"{b.name} ({b.shape} at {list(b.position)})" for b in self.scene.objects)
+                 + "; obstacles " + (", ".join(f"{b.name} ({b.shape} {list(b.size)} at {list(b.position)})"
+                                               for b in self.scene.obstacles) or "none"))
+        rtf = p["real_time_factor"]
+        log.info(f"physics {rate:g} Hz ({'paced at x%g wall time' % rtf if rtf > 0 else 'as fast as possible'}), "
+                 f"joint_states {rate / self._every_joints:g} Hz, /clock {rate / self._every_clock:g} Hz, "
+                 f"sim/objects {p['objects_rate_hz']:g} Hz, command_timeout {p['command_timeout']:g} s, "
+                 f"camera {p['camera_rate_hz']:g} Hz")
+
+        if self._every_camera:
+            c = self.camera
+            self._renderer = RenderProcess(self.scene, c)
+            log.info(f"stereo camera {c.width}x{c.height}, fx {c.fx:.2f} px, baseline {c.baseline:g} m, frames "
+                     f"{c.frame_id} / {c.right_frame_id}; render process pid {self._renderer.pid}")
+            self._threads.append(threading.Thread(target=self._image_loop, name="sim_images", daemon=True))
+        self._threads.insert(0, threading.Thread(target=self._physics_loop, name="sim_physics", daemon=True))
+        for t in self._threads:
+            t.start()
+
+    # ---------------------------------------------------------------------------------- parameters
+    def _declare_parameters(self):
+        defaults = {
+            "scene_file": default_scene_path(),
+            "gui": False,
+            "physics_rate_hz": 500.0,
+            "publish_rate_hz": 250.0,
+            "clock_rate_hz": 0.0,
+            "real_time_factor": 1.0,
+            "command_timeout": 0.2,
+            "camera_rate_hz": 2.0,
+            "objects_rate_hz": 10.0,
+            **CAMERA_DEFAULTS,
+        }
+        values = {}
+        for name, default in defaults.items():
+            values[name] = self.declare_parameter(name, default).value
+        for name in ("physics_rate_hz", "publish_rate_hz", "clock_rate_hz", "real_time_factor", "command_timeout",
+                     "camera_rate_hz", "objects_rate_hz", "stereo_baseline", "horizontal_fov_deg"):
+            values[name] = float(values[name])
+        for name in ("camera_position", "camera_orientation_xyzw"):
+            values[name] = [float(v) for v in values[name]]
+        values["image_width"], values["image_height"] = int(values["image_width"]), int(values["image_height"])
+        for name in ("physics_rate_hz", "publish_rate_hz"):
+            if not values[name] > 0:
+                raise ValueError(f"parameter {name} must be > 0, got {values[name]}")
+        for name in ("real_time_factor", "command_timeout", "camera_rate_hz", "objects_rate_hz", "clock_rate_hz"):
+            if not values[name] >= 0:
+                raise ValueError(f"parameter {name} must be >= 0, got {values[name]}")
+        if values["publish_rate_hz"] > values["physics_rate_hz"]:
+            raise ValueError("parameter publish_rate_hz must not exceed physics_rate_hz")
+        return values
+
+    # ------------------------------------------------------------------------------------ callbacks
+    def _on_world_event(self, level, text):
+        log = self.get_logger()
+        (log.warning if level >= logging.WARNING else log.info if level >= logging.INFO else log.debug)(text)
+
+    def _on_command(self, msg, kind):
+        try:
+            values = (self.world.check_efforts if kind == "effort" else self.world.check_positions)(msg.data)
+        except CommandError as exc:
+            self._rejected += 1
+            self.get_logger().warning(f"rejected {kind} command on {kind}_controller/commands: {exc}; keeping the "
+                                      f"previous command")
+            return
+        self._inbox.put((kind, values, None))
+
+    def _on_grasp(self, request, response):
+        done = threading.Event()
+        box = {}
+        self._inbox.put(("grasp", (bool(request.attach), request.object_name, float(request.max_distance)),
+                         (done, box)))
+        if not done.wait(5.0) or "result" not in box:
+            response.success = False
+            response.message = "the simulation is not running"
+            return response
+        result = box["result"]
+        response.success, response.message, response.object_name = result.success, result.message, \
+            result.object_name
+        self.get_logger().info(f"gripper/grasp ({'attach' if request.attach else 'release'}): {result.message}")
+        return response
+
+    # ---------------------------------------------------------------------------------- physics loop
+    def _drain_inbox(self):
+        w = self.world
+        while True:
+            try:
+                kind, payload, reply = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "effort":
+                clipped = w.apply_efforts(payload)
+                if clipped.any():
+                    names = [w.joint_names[i] for i in np.flatnonzero(clipped)]
+                    self.get_logger().warning(f"effort command clipped to the effort limits at {names}",
+                                              throttle_duration_sec=1.0)
+            elif kind == "position":
+                w.set_position_targets(payload)
+            elif kind == "grasp":
+                attach, name, max_distance = payload
+                done, box = reply
+                try:
+                    box["result"] = w.attach(name, max_distance) if attach else w.detach()
+                finally:
+                    done.set()
+
+    def _publish_state(self):
+        w = self.world
+        stamp = stamp_from_seconds(w.time)
+        k = w.steps
+        if k % self._every_clock == 0:
+            self.pub_clock.publish(Clock(clock=stamp))
+        if k % self._every_joints == 0:
+            js = w.joint_state()
+            msg = JointState()
+            msg.header.stamp = stamp
+            msg.name = w.joint_names
+            msg.position = js.positions.tolist()
+            msg.velocity = js.velocities.tolist()
+            msg.effort = js.efforts.tolist()
+            self.pub_joints.publish(msg)
+        if self._every_objects and k % self._every_objects == 0:
+            msg = SceneObjectArray()
+            msg.header.stamp = stamp
+            msg.header.frame_id = self._params["base_frame"]
+            for o in w.object_states():
+                so = SceneObject()
+                so.header = msg.header
+                so.name, so.kind, so.attached = o.name, o.kind, o.attached
+                pose = Pose()
+                pose.position.x, pose.position.y, pose.position.z = (float(v) for v in o.position)
+                (pose.orientation.x, pose.orientation.y, pose.orientation.z,
+                 pose.orientation.w) = (float(v) for v in o.orientation_xyzw)
+                so.pose = pose
+                so.size.x, so.size.y, so.size.z = (float(v) for v in o.size)
+                msg.objects.append(so)
+            self.pub_objects.publish(msg)
+        if self._every_camera and k % self._every_camera == 0 and self._renderer.ready:
+            if not self._renderer.request(w.time, w.render_state()):
+                self._image_stats["dropped"] += 1
+
+    def _physics_loop(self):
+        w = self.world
+        rtf = self._params["real_time_factor"]
+        log = self.get_logger()
+        wall0, sim0 = time.monotonic(), w.time
+        report_wall, report_sim = wall0, sim0
+        try:
+            while not self._stop.is_set():
+                self._drain_inbox()
+                w.step()
+                self._publish_state()
+                now = time.monotonic()
+                if rtf > 0:
+                    target = wall0 + (w.time - sim0) / rtf
+                    if target - now > 5e-4:
+                        time.sleep(target - now)
+                    elif now - target > 0.5:        # fell far behind (stall): do not race to catch up
+                        wall0, sim0 = now, w.time
+                if now - report_wall >= 5.0:
+                    s = self._image_stats
+                    lat = s["latency"][-50:]
+                    ren = s["render"][-50:]
+                    log.debug(f"real-time factor {(w.time - report_sim) / (now - report_wall):.3f} "
+                              f"(sim {w.time:.2f} s); camera pairs {s['pairs']}, dropped {s['dropped']}"
+                              + (f", latency {1e3 * np.mean(lat):.0f} ms, render {1e3 * np.mean(ren):.0f} ms"
+                                 if lat else ""))
+                    report_wall, report_sim = now, w.time
+        except Exception as exc:  # noqa: BLE001
+            if self._stop.is_set() or not self.context.ok():
+                return       # shutting down (publishers invalid)
+            log.error(f"physics loop stopped: {exc!r}")
+            raise
+
+    def _image_loop(self):
+        r = self._renderer
+        log = self.get_logger()
+        reported = False
+        try:
+            while not self._stop.is_set():
+                frame = r.poll(0.1)
+                if r.error and not reported:
+                    log.error(f"render process failed, no images: {r.error}")
+                    reported = True
+                if frame is None:
+                    if r.error:
+                        time.sleep(0.1)
+                    continue
+                stamp = stamp_from_seconds(frame.stamp)
+                for i, (img, frame_id) in enumerate(((frame.left, self.camera.frame_id),
+                                                     (frame.right, self.camera.right_frame_id))):
+                    self.pub_images[i].publish(image_msg(img, stamp, frame_id))
+                    self.pub_infos[i].publish(camera_info_msg(self.camera, i == 1, stamp))
+                s = self._image_stats
+                s["pairs"] += 1
+                s["render"] = s["render"][-99:] + [frame.render_s]
+                # request -> published
+                s["latency"] = s["latency"][-99:] + [time.monotonic() - frame.requested]
+        except Exception as exc:  # noqa: BLE001
+            if self._stop.is_set() or not self.context.ok():
+                return
+            log.error(f"image loop stopped: {exc!r}")
+            raise
+
+    # ------------------------------------------------------------------------------------- shutdown
+    def stop(self):
+        """Stop the threads, the render process and PyBullet (idempotent)."""
+        self._stop.set()
+        for t in self._threads:
+            if t.is_alive():
+                t.join(2.0)
+        if self._renderer is not None:
+            self._renderer.close()
+        if self.world is not None:
+            self.world.close()
+            self.world = None
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = SimBridge()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (SceneError, ValueError, FileNotFoundError) as exc:   # configuration errors: message, no traceback
+        rclpy.logging.get_logger("sim_bridge").fatal(str(exc))
+        code = 1
+    finally:
+        if node is not None:
+            node.stop()
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main())
