@@ -25,6 +25,7 @@ The maths lives in trajectory_sampler, control_laws and tolerances (no rclpy).
 """
 from __future__ import annotations
 
+import gc
 import math
 import sys
 import threading
@@ -54,6 +55,7 @@ from .trajectory_sampler import InvalidJoints, InvalidTrajectory, Trajectory, Tr
 
 Result = ExecuteTrajectory.Result
 FEEDBACK_PERIOD_S = 0.05  # ~20 Hz
+GIL_SWITCH_INTERVAL_S = 0.0005
 
 
 def _sec(stamp):
@@ -217,6 +219,10 @@ class ControllerNode(Node):
             bad = [j for j, e in zip(model.joint_names, model.effort_limits) if not (math.isfinite(e) and e > 0)]
             self.get_logger().warning(f"no effort limit for joint(s) {', '.join(bad)}: their efforts are not "
                                       f"clipped")
+        # first calls load the compiled kernels (tens of ms): do it here, not in the first control tick
+        q = np.clip(np.zeros(n), model.joint_lower, model.joint_upper)
+        law.compute(q, np.zeros(n), q, np.zeros(n), np.zeros(n))
+        gravity_hold(model, q)
         with self._lock:
             same = self._model is not None and list(self._model.joint_names) == list(model.joint_names)
             if not same:
@@ -568,6 +574,9 @@ def _code_name(code):
 
 
 def main(argv=None):
+    # The executor's threads hand the GIL to each other; the default 5 ms switch interval would add up to
+    # 5 ms of latency to the control tick whenever another callback is running.
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     rclpy.init(args=argv)
     try:
         node = ControllerNode()
@@ -577,6 +586,7 @@ def main(argv=None):
         return 2
     executor = MultiThreadedExecutor(num_threads=6)
     executor.add_node(node)
+    gc.freeze()  # objects made at start-up are never collected: shorter collector pauses in the loop
     try:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):

@@ -566,6 +566,38 @@ def test_cli_print_project_launch_file(name, tmp_path):
         assert f'--ros-args -r __node:={node} -r __ns:=/ ' in line
 
 
+def test_cli_print_project_launch_files_as_installed(tmp_path):
+    """The venv as scripts/setup.sh leaves it: packages editable, no package path given."""
+    from manip_core.launcher.packages import editable_source_dir
+    import importlib.metadata as md
+    for pkg in ('manip_core', 'manip_sim'):
+        try:
+            src = editable_source_dir(md.distribution(pkg))
+        except md.PackageNotFoundError:
+            src = None
+        if src is None or src.resolve() != (ROOT / pkg).resolve():
+            pytest.skip(f'{pkg} is not installed editable from this checkout (run scripts/setup.sh)')
+    res = run_launcher(['--print', LAUNCH_DIR / 'pick_place_sim.launch.xml'], launcher_env(), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert f'--params-file {ROOT}/manip_sim/config/stereo_camera.yaml' in res.stdout
+    assert f'-p urdf_path:={ROOT}/manip_core/manip_core/robots/ur5.urdf' in res.stdout
+    assert f'-p scene_file:={ROOT}/manip_sim/config/pick_place_scene.yaml' in res.stdout
+
+
+def test_cli_package_and_file_name_form(tmp_path):
+    prefix = make_package(tmp_path / 'prefix', 'fake_form_pkg', {'tool': ok_node()})
+    write(prefix / 'share/fake_form_pkg/launch/demo.launch.xml', """
+        <launch>
+          <arg name="n" default="x"/>
+          <node pkg="fake_form_pkg" exec="tool" name="$(var n)"/>
+        </launch>
+    """)
+    res = run_launcher(['--print', 'fake_form_pkg', 'demo.launch.xml', 'n:=named'], launcher_env(prefix),
+                       tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert f'{prefix}/lib/fake_form_pkg/tool --ros-args -r __node:=named' in res.stdout
+
+
 def test_launch_files_share_paths_are_installed_by_colcon():
     """Every $(find-pkg-share P)/REL the launch files use must be installed by P's setup.py data_files
     at share/P/REL, with REL also the file's path in the package folder (what manip-launch uses for the

@@ -142,19 +142,22 @@ def potential_field_path(arm, scene, q_start, q_goal, lower, upper, options=None
             else:
                 h = min(o.step, 1.25 * h)
             prev_dir = d
-            cand = np.clip(q + h * d, lower, upper)
-            # Never step below the safety margin (or below where we are, if already closer): then move by
-            # the repulsion alone.
-            c_now = min(arm.clearance(q, scene))
-            if min(arm.clearance(cand, scene)) < min(o.safety_margin, c_now):
-                rep = f - field.last_attraction
-                nr = float(np.linalg.norm(rep))
-                if nr > 1e-12:
-                    cand = np.clip(q + h * rep / nr, lower, upper)
-            q = cand
-            path.append(q.copy())
-            dist = float(np.linalg.norm(goal - q))
-            if dist < best - 0.5 * o.step:
+            # Never step below the safety margin (or below where we are, if already closer): then try the
+            # repulsion alone, with shorter steps; else stay (counts as no progress).
+            floor_c = min(o.safety_margin, min(arm.clearance(q, scene)))
+            rep = f - field.last_attraction
+            nr = float(np.linalg.norm(rep))
+            tries = [d * h] + ([rep / nr * h * k for k in (1.0, 0.5, 0.25)] if nr > 1e-12 else [])
+            moved = False
+            for dq in tries:
+                cand = np.clip(q + dq, lower, upper)
+                if min(arm.clearance(cand, scene)) >= floor_c:
+                    q, moved = cand, True
+                    break
+            if moved:
+                path.append(q.copy())
+                dist = float(np.linalg.norm(goal - q))
+            if moved and dist < best - 0.5 * o.step:
                 best, since_best = dist, 0
             else:
                 since_best += 1

@@ -1,0 +1,249 @@
+"""manip-demo: the simulated pick-and-place, end to end on a real ROS 2 graph (what `make demo` runs).
+
+Starts launch/pick_place_sim.launch.xml with manip-launch (every node in its own process, DDS between them,
+isolated on a random ROS_DOMAIN_ID and localhost), waits for the graph, sends one pick_place goal whose
+straight path is blocked by the obstacle, and exits 0 only if the object ends within --tolerance (2 cm) of
+its place target. Prints a summary (phases with times, tracking RMS, closest approach to the obstacle,
+placement error, real-time factor, perceived obstacles vs ground truth) and writes PNG plots and the summary
+into the output folder it names.
+"""
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .demo_report import Recording, arm_clearance, plot_tool_path, plot_tracking, tracking_rms, write_summary
+from .scene import load_scene
+
+LAUNCH_FILE = "launch/pick_place_sim.launch.xml"
+
+
+def log(msg):
+    print(f"[demo] {msg}", flush=True)
+
+
+class Graph:
+    """The launched nodes: a manip-launch process in its own process group, output to a log file."""
+
+    def __init__(self, launch_file, log_path, env, extra_args=()):
+        self.log_path = log_path
+        self._log = open(log_path, "w")
+        cmd = [sys.executable, "-m", "manip_core.launcher", str(launch_file), *extra_args]
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def tail(self, n=40):
+        self._log.flush()
+        lines = Path(self.log_path).read_text(errors="replace").splitlines()
+        return "\n".join(lines[-n:])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log.close()
+
+
+def run(args):
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+    from manip_msgs.action import PickPlace
+    from manip_msgs.msg import ControllerState, ObstacleArray, SceneObject, SceneObjectArray
+    from rclpy.action import ActionClient
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+
+    from manip_core import RobotModel
+
+    scene = load_scene(args.scene)
+    task = scene.tasks[0]
+    out_dir = Path(args.output or f"demo_output/{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 200)))
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})
+    log(f"output folder: {out_dir}")
+    log(f"launching {args.launch} (ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, log: {out_dir / 'launch.log'})")
+    wall0 = time.monotonic()
+    graph = Graph(args.launch, out_dir / "launch.log", env, [f"scene:={Path(args.scene).resolve()}"] +
+                  (["gui:=true"] if args.gui else []))
+    rclpy.init()
+    node = rclpy.create_node("pick_place_demo", parameter_overrides=[Parameter("use_sim_time", value=True)])
+    rec = Recording()
+    truth, perceived = {}, []
+    clock = {"first": None, "first_wall": None, "last": None}
+
+    def now_s():
+        return node.get_clock().now().nanoseconds * 1e-9
+
+    def on_state(m):
+        if not rec.joint_names:
+            rec.joint_names = list(m.joint_names)
+        rec.t_state.append(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec)
+        rec.desired.append(list(m.desired_positions))
+        rec.actual.append(list(m.actual_positions))
+        rec.tracking.append(m.mode == ControllerState.MODE_TRACKING)
+
+    def on_joints(m):
+        t = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+        if clock["first"] is None:
+            clock["first"], clock["first_wall"] = t, time.monotonic()
+        clock["last"] = t
+        if not rec.t_joints or t - rec.t_joints[-1] >= 0.02:
+            rec.t_joints.append(t)
+            rec.joints.append(dict(zip(m.name, m.position)))
+
+    def on_truth(m):
+        for o in m.objects:
+            p = o.pose.position
+            truth[o.name] = (o.kind, np.array([p.x, p.y, p.z]), np.array([o.size.x, o.size.y, o.size.z]))
+
+    def on_obstacles(m):
+        perceived[:] = [(np.array([o.center.x, o.center.y, o.center.z]), np.array([o.size.x, o.size.y, o.size.z]))
+                        for o in m.obstacles]
+
+    node.create_subscription(ControllerState, "joint_trajectory_controller/controller_state", on_state, 10)
+    node.create_subscription(JointState, "joint_states", on_joints, 10)
+    node.create_subscription(SceneObjectArray, "sim/objects", on_truth, 10)
+    node.create_subscription(ObstacleArray, "obstacles", on_obstacles, 10)
+    client = ActionClient(node, PickPlace, "pick_place")
+
+    def spin_until(cond, timeout, what):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.05)
+            if cond():
+                return True
+            if not graph.alive():
+                raise RuntimeError(f"the launch exited while waiting for {what}:\n{graph.tail()}")
+        raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}; launch log tail:\n{graph.tail()}")
+
+    try:
+        spin_until(lambda: task.object in truth, args.timeout, "the simulator (sim/objects)")
+        log(f"simulator up after {time.monotonic() - wall0:.1f} s")
+        spin_until(lambda: client.server_is_ready(), args.timeout, "the pick_place action server")
+        log("pick_place action server ready")
+        spin_until(lambda: len(perceived) > 0, args.timeout, "perceived obstacles (obstacles topic)")
+        log(f"perception sees {len(perceived)} obstacle(s)")
+        kind, pick_xyz, _ = truth[task.object]
+        place_xyz = np.asarray(task.place_position, dtype=float)
+        goal = PickPlace.Goal()
+        goal.pick_pose = PoseStamped()
+        goal.pick_pose.header.frame_id = scene.robot.base_link
+        goal.pick_pose.pose.position.x, goal.pick_pose.pose.position.y, goal.pick_pose.pose.position.z = pick_xyz
+        goal.pick_pose.pose.orientation.w = 1.0
+        goal.place_pose = PoseStamped()
+        goal.place_pose.header.frame_id = scene.robot.base_link
+        (goal.place_pose.pose.position.x, goal.place_pose.pose.position.y,
+         goal.place_pose.pose.position.z) = place_xyz
+        goal.place_pose.pose.orientation.w = 1.0
+        goal.object_name = task.object
+        goal.avoid_obstacles = True
+        last_phase = {"name": None}
+
+        def on_feedback(fb):
+            f = fb.feedback
+            if f.phase != last_phase["name"]:
+                last_phase["name"] = f.phase
+                log(f"phase {f.phase:<12} progress {100 * f.progress:5.1f} %  sim t = {now_s():7.2f} s  {f.message}")
+
+        log(f"goal: pick '{task.object}' at {np.round(pick_xyz, 3).tolist()} -> place at "
+            f"{np.round(place_xyz, 3).tolist()}, avoiding obstacles")
+        run_wall0, run_sim0 = time.monotonic(), now_s()
+        send = client.send_goal_async(goal, feedback_callback=on_feedback)
+        spin_until(send.done, 30, "the goal to be accepted")
+        handle = send.result()
+        if not handle.accepted:
+            raise RuntimeError("pick_place rejected the goal")
+        result_future = handle.get_result_async()
+        spin_until(result_future.done, args.timeout, "the pick_place result")
+        result = result_future.result().result
+        run_wall, run_sim = time.monotonic() - run_wall0, now_s() - run_sim0
+        settle = now_s() + 1.0
+        spin_until(lambda: now_s() >= settle, 30, "the object to settle")
+        final_xyz = truth[task.object][1]
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+        graph.stop()
+        log(f"graph stopped (launch exit code {graph.proc.returncode})")
+
+    # ------------------------------------------------------------------------------------------ report
+    robot = RobotModel.load(scene.robot.urdf, base_link=scene.robot.base_link, tip_link=scene.robot.tip_link)
+    chain_links = [j.child for j in robot.tree.path(robot.base_link, robot.tip_link)]
+    Q = np.array([[js.get(n, 0.0) for n in robot.joint_names] for js in rec.joints])
+    links = np.array([[robot.fk(q, link)[:3, 3] for link in chain_links] for q in Q])
+    tool = links[:, -1, :]
+    boxes = [(c, s) for name, (k, c, s) in truth.items() if k == SceneObject.KIND_OBSTACLE]
+    clearance, k_min = arm_clearance(links, boxes) if boxes else (float("inf"), -1)
+    rms, max_err = tracking_rms(rec)
+    err3 = float(np.linalg.norm(final_xyz - place_xyz))
+    sim_span = (clock["last"] or 0.0) - (clock["first"] or 0.0)
+    rtf = run_sim / run_wall if run_wall > 0 else float("nan")
+    ok = result.error_code == 0 and err3 <= args.tolerance
+    lines = [f"pick-and-place demo: {'SUCCESS' if ok else 'FAILURE'}",
+             f"  result: error_code {result.error_code} {result.message!r}"]
+    lines += [f"  phase {n:<14} {d:6.2f} s (sim)" for n, d in zip(result.phase_names, result.phase_durations)]
+    lines += [f"  task time: {run_sim:.2f} s sim, {run_wall:.2f} s wall; real-time factor {rtf:.2f}",
+              f"  joint tracking error while tracking: RMS {rms:.4f} rad, max {max_err:.4f} rad",
+              f"  closest approach of the arm's link axes to the obstacle: {clearance:.3f} m"
+              + (f" (at sim t = {rec.t_joints[k_min] - rec.t_joints[0]:.2f} s)" if k_min >= 0 else ""),
+              f"  object final position {np.round(final_xyz, 4).tolist()} m, target {place_xyz.tolist()} m",
+              f"  placement error {100 * err3:.2f} cm (tolerance {100 * args.tolerance:.1f} cm)"]
+    for c, s in perceived:
+        d = min((float(np.linalg.norm(c - bc)) for bc, _ in boxes), default=float("nan"))
+        lines.append(f"  perceived obstacle at {np.round(c, 3).tolist()} m, size {np.round(s, 3).tolist()} m: "
+                     f"{100 * d:.1f} cm from the true centre")
+    lines.append(f"  recorded {len(rec.t_state)} controller states, {len(Q)} joint samples over {sim_span:.1f} s sim")
+    if rec.desired:
+        plot_tracking(rec, out_dir / "joint_tracking.png")
+    if len(tool):
+        plot_tool_path(tool, boxes, pick_xyz, place_xyz, final_xyz, out_dir / "tool_path.png")
+    lines.append(f"  plots: {out_dir / 'joint_tracking.png'}, {out_dir / 'tool_path.png'}")
+    write_summary(lines, out_dir / "summary.txt")
+    print("\n".join(lines), flush=True)
+    return 0 if ok else 1
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="manip-demo", description=__doc__.splitlines()[0])
+    p.add_argument("--launch", default=LAUNCH_FILE, help="launch file (default: %(default)s)")
+    p.add_argument("--scene", default=None, help="scene YAML (default: manip_sim's pick_place_scene.yaml)")
+    p.add_argument("--output", default=None, help="folder for plots and summary (default: demo_output/<time>)")
+    p.add_argument("--tolerance", type=float, default=0.02, help="placement tolerance, m (default: 0.02)")
+    p.add_argument("--timeout", type=float, default=240.0, help="seconds to wait for each stage")
+    p.add_argument("--gui", action="store_true", help="open the PyBullet GUI (needs a display)")
+    args = p.parse_args(argv)
+    if args.scene is None:
+        from .scene import default_scene_path
+        args.scene = str(default_scene_path())
+    if not Path(args.launch).is_file():
+        print(f"manip-demo: error: launch file {args.launch} not found (run from the repository root or pass "
+              f"--launch)", file=sys.stderr)
+        return 2
+    try:
+        return run(args)
+    except (RuntimeError, TimeoutError, ValueError) as e:
+        print(f"manip-demo: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("manip-demo: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
