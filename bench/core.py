@@ -331,13 +331,15 @@ def pin_dls_ik(pr, T, rng, eps=1e-8, it_max=40, restarts=50, damp=1e-6, max_step
     oMdes = pin.SE3(T[:3, :3].copy(), T[:3, 3].copy())
     q = 0.5 * (pr.lo + pr.hi)
     eye = np.eye(6)
+    n = 0
     for _ in range(restarts + 1):
         for _ in range(it_max):
+            n += 1
             pin.computeJointJacobians(model, data, q)                    # forward kinematics included
             iMd = pin.updateFramePlacement(model, data, fid).actInv(oMdes)
             err = pin.log6(iMd).vector
             if np.linalg.norm(err) < eps:
-                return q, True
+                return q, True, n
             J = -pin.Jlog6(iMd.inverse()) @ pin.getFrameJacobian(model, data, fid, pin.LOCAL)
             step = -J.T @ np.linalg.solve(J @ J.T + damp * eye, err)
             big = np.abs(step).max()
@@ -345,7 +347,7 @@ def pin_dls_ik(pr, T, rng, eps=1e-8, it_max=40, restarts=50, damp=1e-6, max_step
                 step *= max_step / big
             q = np.clip(q + step, pr.lo, pr.hi)                         # revolute joints: integrate = add
         q = rng.uniform(pr.lo, pr.hi)
-    return q, False
+    return q, False, n
 
 
 def bench_ik(name, robot, pr, mp, quick, mp_skip_reason):
@@ -355,20 +357,20 @@ def bench_ik(name, robot, pr, mp, quick, mp_skip_reason):
     targets = [pr.fk_matrix(q) for q in qs]
     out = {}
 
-    def summarise(times, succ, flag=None, note=""):
+    def summarise(times, succ, flag, iters, note=""):
         times = np.array(times)
         d = {"targets": len(times), "success_pct": 100.0 * float(np.mean(succ)), "mean_ms": 1e3 * float(times.mean()),
+             "mean_iterations": float(np.mean(iters)), "max_iterations": int(np.max(iters)),
              "median_ms": 1e3 * float(np.median(times)), "max_ms": 1e3 * float(times.max()),
              "p99_ms": 1e3 * float(np.quantile(times, 0.99)), "note": note}
-        if flag is not None:
-            flag, succ = np.array(flag), np.array(succ)
-            d["flag_true_check_false"] = int(np.sum(flag & ~succ))
-            d["flag_false_check_true"] = int(np.sum(~flag & succ))
+        flag, succ = np.array(flag), np.array(succ)
+        d["flag_true_check_false"] = int(np.sum(flag & ~succ))
+        d["flag_false_check_true"] = int(np.sum(~flag & succ))
         return d
 
     log(f"  IK manip ({n} targets)")
     robot.ik(targets[0])
-    times, succ, flags = [], [], []
+    times, succ, flags, iters, restarts = [], [], [], [], []
     for T in targets:
         t0 = time.perf_counter()
         r = robot.ik(T)
@@ -376,37 +378,43 @@ def bench_ik(name, robot, pr, mp, quick, mp_skip_reason):
         dp, dr, inside = check_pose(pr, r.q, T)
         succ.append(dp <= TOL_P and dr <= TOL_R and inside)
         flags.append(bool(r.success))
-    out["manip"] = summarise(times, succ, flags, "robot.ik(T), defaults")
+        iters.append(r.iterations)
+        restarts.append(r.restarts)
+    out["manip"] = summarise(times, succ, flags, iters, "robot.ik(T), defaults")
+    out["manip"]["mean_restarts"] = float(np.mean(restarts))
+    out["manip"]["max_restarts"] = int(np.max(restarts))
 
     log(f"  IK Pinocchio DLS ({n} targets)")
     prng = np.random.default_rng(1)
-    times, succ, flags = [], [], []
+    times, succ, flags, iters = [], [], [], []
     for T in targets:
         t0 = time.perf_counter()
-        q, ok = pin_dls_ik(pr, T, prng)
+        q, ok, n_it = pin_dls_ik(pr, T, prng)
         times.append(time.perf_counter() - t0)
         dp, dr, inside = check_pose(pr, q, T)
         succ.append(dp <= TOL_P and dr <= TOL_R and inside)
         flags.append(bool(ok))
-    out["pin"] = summarise(times, succ, flags, "Python DLS loop on pin, steps capped at 0.5 rad, <=50 restarts x 40 it")
+        iters.append(n_it)
+    out["pin"] = summarise(times, succ, flags, iters, "Python DLS loop on pin, steps capped at 0.5 rad, <=50 restarts x 40 it")
 
     if isinstance(mp, MpyRobot):
         n_mp, budget = (5, 12.0) if quick else (100, 150.0)
         log(f"  IK ManipulaPy (up to {n_mp} targets or {budget:.0f} s)")
-        times, succ, flags = [], [], []
+        times, succ, flags, iters = [], [], [], []
         start = time.perf_counter()
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             for T in targets[:n_mp]:
                 t0 = time.perf_counter()
-                theta, ok, _ = mp.ik(T)
+                theta, ok, n_it = mp.ik(T)
                 times.append(time.perf_counter() - t0)
+                iters.append(n_it)
                 dp, dr, inside = check_pose(pr, theta, T)
                 succ.append(dp <= TOL_P and dr <= TOL_R and inside)
                 flags.append(bool(ok))
                 if time.perf_counter() - start > budget:
                     break
-        out["ManipulaPy"] = summarise(times, succ, flags,
+        out["ManipulaPy"] = summarise(times, succ, flags, iters,
                                       f"iterative_inverse_kinematics from q=0; first {len(times)} targets only")
     else:
         out["ManipulaPy"] = {"na": mp_skip_reason}
@@ -617,9 +625,9 @@ def render(results):
     L.append(f"## IK (random reachable targets: FK of uniform in-limit q, default_rng(0); success = "
              f"|dp| <= {TOL_P:g} m and rotation <= {TOL_R:g} rad by Pinocchio FK, q within limits)")
     L.append("")
-    L.append("| robot | solver | targets | success % | mean ms | median ms | p99 ms | max ms | "
-             "flag says success but check fails | manip/solver mean time | target |")
-    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    L.append("| robot | solver | targets | success % | mean ms | median ms | p99 ms | max ms | mean iterations "
+             "| flag says success but check fails | manip/solver mean time | target |")
+    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for rname, r in results["robots"].items():
         if "ik" not in r:
             continue
@@ -628,12 +636,13 @@ def render(results):
         for solver, d in ik.items():
             label = {"manip": "manip robot.ik", "pin": "Pinocchio DLS (Python)", "ManipulaPy": "ManipulaPy"}[solver]
             if "na" in d:
-                L.append(f"| {rname} | {label} | - | n/a | n/a | n/a | n/a | n/a | n/a | n/a | {d['na']} |")
+                L.append(f"| {rname} | {label} | - | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a | {d['na']} |")
                 continue
             target = (f"{pf(d['mean_ms'] <= tgt_ms and d['success_pct'] >= tgt_pct)} (<= {tgt_ms} ms, "
                       f">= {tgt_pct} %)") if solver == "manip" else ""
             L.append(f"| {rname} | {label} | {d['targets']} | {d['success_pct']:.1f} | {d['mean_ms']:.3f} | "
-                     f"{d['median_ms']:.3f} | {d['p99_ms']:.3f} | {d['max_ms']:.3f} | {d['flag_true_check_false']} | "
+                     f"{d['median_ms']:.3f} | {d['p99_ms']:.3f} | {d['max_ms']:.3f} | {d['mean_iterations']:.1f} | "
+                     f"{d['flag_true_check_false']} | "
                      f"{fmt_ratio(ik['manip']['mean_ms'], d['mean_ms'])} | {target} |")
     L.append("")
     L.append("Pinocchio DLS: Pinocchio's IK example loop (log6 error, Jlog6-corrected frame Jacobian, DLS) with "

@@ -1,3 +1,5 @@
+from glob import glob
+
 from setuptools import find_packages, setup
 
 package_name = 'manip_core'
@@ -12,6 +14,9 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
+        # Same relative path as in the source folder: $(find-pkg-share manip_core)/manip_core/robots/ur5.urdf
+        ('share/' + package_name + '/manip_core/robots', glob('manip_core/robots/*.urdf')
+         + glob('manip_core/robots/*.kinematic.json')),
     ],
     install_requires=['setuptools'],
     zip_safe=False,

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import math
+import signal
 import sys
 import threading
 import time
@@ -120,6 +121,7 @@ class ControllerNode(Node):
         super().__init__("controller", **kwargs)
         self._lock = threading.Lock()
         self._closing = False
+        self._in_flight = 0
         self._model = None
         self._law = None
         self._state = None          # (q, qd, receive time ns) in model order
@@ -329,7 +331,20 @@ class ControllerNode(Node):
             self._active.goal = None
 
     # ------------------------------------------------------------------------------------ action
+    def goals_in_flight(self):
+        """Number of execute callbacks that have not returned yet."""
+        return self._in_flight
+
     def _execute(self, handle):
+        with self._lock:
+            self._in_flight += 1
+        try:
+            return self._execute_goal(handle)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _execute_goal(self, handle):
         req = handle.request
         now = self.get_clock().now().nanoseconds
         with self._lock:
@@ -359,7 +374,7 @@ class ControllerNode(Node):
             return Result(error_code=rejected.code, error_string=rejected.text)
         self.get_logger().info(f"goal {gid} accepted: {self._describe(traj, t0, now)}")
         while not goal.done.wait(FEEDBACK_PERIOD_S):
-            if self._closing or not rclpy.ok():
+            if self._closing or not self.context.ok():
                 goal.finish(Result.INVALID_GOAL, "the controller is shutting down")
                 break
             if handle.is_cancel_requested:
@@ -518,7 +533,12 @@ class ControllerNode(Node):
 
     def _publish(self, now_msg, mode, desired, actual, error, out, t_rel):
         model = self._model
-        self._effort_pub.publish(Float64MultiArray(data=_floats(out.tau)))
+        try:
+            self._effort_pub.publish(Float64MultiArray(data=_floats(out.tau)))
+        except Exception:
+            if self.context.ok():
+                raise
+            return  # shutting down
         stamp = now_msg.to_msg()
         msg = ControllerState()
         msg.header.stamp = stamp
@@ -530,7 +550,11 @@ class ControllerNode(Node):
         msg.position_errors, msg.velocity_errors = _floats(error[0]), _floats(error[1])
         msg.efforts = _floats(out.tau)
         msg.saturated = out.any_saturated
-        self._state_pub.publish(msg)
+        try:
+            self._state_pub.publish(msg)
+        except Exception:
+            if self.context.ok():
+                raise
         self._snapshot = (stamp, t_rel, desired, actual, error)
 
     def _tick_timing(self):
@@ -573,11 +597,28 @@ def _code_name(code):
     return str(code)
 
 
+def _init_without_signal_handlers(argv):
+    """rclpy.init without rclpy's SIGINT/SIGTERM handlers (they invalidate the context at once; this node
+    first reports its goals' results and its timing). Falls back to the plain init on an rclpy without
+    signal_handler_options."""
+    try:
+        from rclpy.signals import SignalHandlerOptions
+        rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+        return True
+    except (ImportError, TypeError):
+        rclpy.init(args=argv)
+        return False
+
+
 def main(argv=None):
     # The executor's threads hand the GIL to each other; the default 5 ms switch interval would add up to
     # 5 ms of latency to the control tick whenever another callback is running.
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    rclpy.init(args=argv)
+    own_signals = _init_without_signal_handlers(argv)
+    stop = threading.Event()
+    if own_signals:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
     try:
         node = ControllerNode()
     except ValueError as e:
@@ -588,12 +629,21 @@ def main(argv=None):
     executor.add_node(node)
     gc.freeze()  # objects made at start-up are never collected: shorter collector pauses in the loop
     try:
-        executor.spin()
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+        if rclpy.ok():
+            # finish the running goals and let their results go out while the context is still valid
+            node.close()
+            deadline = time.monotonic() + 1.0
+            while node.goals_in_flight() and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+            for _ in range(5):
+                executor.spin_once(timeout_sec=0.01)
+            node.get_logger().info(node.timing_summary())
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         node.close()
-        node.get_logger().info(node.timing_summary())
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         rclpy.try_shutdown()

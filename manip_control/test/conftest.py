@@ -43,3 +43,19 @@ def ur5():
     from manip_core.model import RobotModel
     return RobotModel.from_urdf(str(ur5_path()), "base_link", "tool0")
 
+
+
+@pytest.fixture(scope="session")
+def ros_rig():
+    """The module ros_rig.py of this folder (controller subprocess + simulated robot over DDS); skips the
+    test when rclpy or the manip_msgs interfaces are missing."""
+    pytest.importorskip("rclpy")
+    pytest.importorskip("manip_msgs.action")
+    import importlib.util
+    name = "manip_control_test_ros_rig"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("ros_rig.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

@@ -370,12 +370,14 @@ def test_param_typing():
         with pytest.raises(ValueError):
             t(bad)
     f = xf.format_param_value
-    assert f(1.0) == '1.0' and f(1e-05) == '1e-05' and f(5) == '5' and f(True) == 'true'
+    assert f(1.0) == '1.0' and f(1e-05) == '1.0e-05' and f(2.5e+16) == '2.5e+16'
+    assert f(5) == '5' and f(True) == 'true'
     assert f([1.0, 2.0]) == '[1.0, 2.0]' and f(['a', 'b c']) == '[a, b c]'
     assert f('true') == "'true'" and f('5') == "'5'" and f('') == "''" and f('a: b') == "'a: b'"
     assert f('/p/ur5.urdf') == '/p/ur5.urdf' and f("it's") == "'it''s'" and f('a\nb') == '"a\\nb"'
     import yaml
-    for value in (1.0, 5, True, 'true', '5', '', 'a: b', "it's", 'a\nb', [1, 2], ['x', 'y z'], -0.25):
+    for value in (1.0, 5, True, 'true', '5', '', 'a: b', "it's", 'a\nb', [1, 2], ['x', 'y z'], -0.25,
+                  1e-05, 1e16, float('inf'), [0.5, 1e-09]):
         assert yaml.safe_load(f(value)) == value
 
 
@@ -724,6 +726,29 @@ def test_output_prefixed_and_exit_codes(tmp_path):
     assert 'sending SIGINT to slow' in res.stderr and 'slow exited with code 0' in res.stderr
 
 
+def test_entry_point_node_runs(tmp_path):
+    """A node whose package is a Python distribution with a console-script entry point and no
+    lib/<pkg>/<exec> (the venv's editable installs): started as <python> -c <call the entry point>."""
+    site = tmp_path / 'site'
+    dist = site / 'fake_ep_dist-0.1.dist-info'
+    write(dist / 'METADATA', 'Metadata-Version: 2.1\nName: fake_ep_dist\nVersion: 0.1\n')
+    write(dist / 'entry_points.txt', '[console_scripts]\nep_node = fake_ep_dist_mod:main\n')
+    write(site / 'fake_ep_dist_mod.py', """
+        import sys
+        def main():
+            print('entry point argv', sys.argv[0], ' '.join(sys.argv[1:]))
+            return 4
+    """)
+    f = write(tmp_path / 'ep.launch.xml', """
+        <launch><node pkg="fake_ep_dist" exec="ep_node" name="ep"/></launch>
+    """)
+    env = launcher_env(tmp_path / 'no_prefix')
+    env['PYTHONPATH'] = f"{site}{os.pathsep}{env['PYTHONPATH']}"
+    res = run_launcher(['--exit-on-first-exit', f], env, tmp_path)
+    assert res.returncode == 4, res.stderr
+    assert '[ep] entry point argv ep_node --ros-args -r __node:=ep' in res.stdout.splitlines()
+
+
 def test_respawn_restarts_a_crashing_node(tmp_path):
     counter = tmp_path / 'starts.txt'
     prefix = make_package(tmp_path / 'prefix', 'fake_respawn_pkg', {
@@ -860,9 +885,13 @@ def test_rclpy_node_gets_parameters_and_remaps(tmp_path):
             label = node.declare_parameter('label', 'unset').value
             sizes = node.declare_parameter('sizes', [0]).value
             from_file = node.declare_parameter('from_file', 'unset').value
+            tiny = node.declare_parameter('tiny', 0.0).value
+            flag = node.declare_parameter('flag', False).value
+            empty = node.declare_parameter('empty', 'unset').value
             pub = node.create_publisher(String, 'chatter', 10)
             print(f'fqn={node.get_fully_qualified_name()} gain={gain!r} label={label!r} '
                   f'sizes={list(sizes)!r} from_file={from_file!r} topic={pub.topic_name}', flush=True)
+            print(f'tiny={tiny!r} flag={flag!r} empty={empty!r}', flush=True)
             node.destroy_node()
             rclpy.shutdown()
         """})
@@ -875,6 +904,9 @@ def test_rclpy_node_gets_parameters_and_remaps(tmp_path):
             <param name="gain" value="$(var gain)"/>
             <param name="label" value="'true'"/>
             <param name="sizes" value="[3, 4]"/>
+            <param name="tiny" value="0.00001"/>
+            <param name="flag" value="True"/>
+            <param name="empty" value=""/>
             <remap from="chatter" to="talk"/>
           </node>
         </launch>
@@ -885,3 +917,4 @@ def test_rclpy_node_gets_parameters_and_remaps(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert ("[echo] fqn=/test_ns/echo gain=4.25 label='true' sizes=[3, 4] from_file='yaml file' "
             'topic=/test_ns/talk') in res.stdout.splitlines(), res.stdout + res.stderr
+    assert "[echo] tiny=1e-05 flag=True empty=''" in res.stdout.splitlines()

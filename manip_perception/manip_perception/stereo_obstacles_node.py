@@ -412,8 +412,10 @@ def main(args=None):
         rc = 1
     finally:
         if node is not None:
-            node.get_logger().info(f"shutting down: {node.summary()}")
+            summary = node.summary()
+            # Destroyed first: after a signal the context is shut down and rosout can no longer publish.
             node.destroy_node()
+            rclpy.logging.get_logger('stereo_obstacles').info(f"shut down: {summary}")
         rclpy.try_shutdown()
     return rc
 

@@ -189,3 +189,20 @@ def time_scale(path, profile=ts.QUINTIC, *, velocity_limits, acceleration_limits
 def joint_line_trajectory(q0, q1, profile=ts.QUINTIC, **kwargs):
     """Straight line in joint space from q0 to q1, time-scaled (see time_scale for the keyword arguments)."""
     return time_scale(LinePath(q0, q1), profile, **kwargs)
+
+
+def concatenate(trajectories):
+    """One trajectory from consecutive ones (each starting where the previous ends, at rest)."""
+    trajs = [t for t in trajectories if len(t)]
+    if not trajs:
+        raise PlanningError(PlanningError.INVALID_INPUT, "nothing to concatenate")
+    times, q, qd, qdd = [trajs[0].times], [trajs[0].positions], [trajs[0].velocities], [trajs[0].accelerations]
+    t0 = trajs[0].duration
+    for t in trajs[1:]:
+        times.append(t.times[1:] + t0)
+        q.append(t.positions[1:])
+        qd.append(t.velocities[1:])
+        qdd.append(t.accelerations[1:])
+        t0 += t.duration
+    return Trajectory(np.concatenate(times), np.concatenate(q), np.concatenate(qd), np.concatenate(qdd),
+                      list(trajs[0].joint_names), trajs[0].profile)

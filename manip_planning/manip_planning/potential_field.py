@@ -102,6 +102,13 @@ class PotentialField:
                     f += self.o.slide_gain * w * (J[k].T @ (t / tn))
         for k in np.nonzero(fl < rho0)[0]:
             f += gain * self._g(fl[k]) * (J[k].T @ UP)
+        # joint-space gradient of the smallest clearance (obstacle or floor), for sliding along the margin
+        self.last_worst_gradient = None
+        ko, kf = int(np.argmin(c)) if len(c) else -1, int(np.argmin(fl)) if len(fl) else -1
+        if ko >= 0 and np.isfinite(c[ko]) and (kf < 0 or c[ko] <= fl[kf]):
+            self.last_worst_gradient = J[ko].T @ n[ko]
+        elif kf >= 0 and np.isfinite(fl[kf]):
+            self.last_worst_gradient = J[kf].T @ UP
         return f, float(np.min(c, initial=np.inf)), float(np.min(fl, initial=np.inf))
 
 
@@ -143,11 +150,20 @@ def potential_field_path(arm, scene, q_start, q_goal, lower, upper, options=None
                 h = min(o.step, 1.25 * h)
             prev_dir = d
             # Never step below the safety margin (or below where we are, if already closer): then try the
-            # repulsion alone, with shorter steps; else stay (counts as no progress).
+            # step projected onto the tangent of the closest sphere's clearance (slide along the margin), the
+            # repulsion alone, shorter steps; else stay (counts as no progress).
             floor_c = min(o.safety_margin, min(arm.clearance(q, scene)))
             rep = f - field.last_attraction
             nr = float(np.linalg.norm(rep))
-            tries = [d * h] + ([rep / nr * h * k for k in (1.0, 0.5, 0.25)] if nr > 1e-12 else [])
+            tries = [d * h]
+            g = field.last_worst_gradient
+            if g is not None and float(d @ g) < 0.0:
+                t = d - float(d @ g) / float(g @ g) * g
+                nt = float(np.linalg.norm(t))
+                if nt > 1e-9:
+                    tries += [t / nt * h, t / nt * 0.5 * h]
+            if nr > 1e-12:
+                tries += [rep / nr * h * k for k in (1.0, 0.5, 0.25)]
             moved = False
             for dq in tries:
                 cand = np.clip(q + dq, lower, upper)

@@ -199,7 +199,10 @@ def _body(ctx, raw, key, kind):
     if not isinstance(size, (list, tuple)) or len(size) != n:
         ctx.fail(f"{key}.size", f"a {shape} needs {what} (m), got {size!r}")
     size = ctx.vector(size, f"{key}.size", n, positive=True)
-    size = {"box": size, "sphere": size * 3, "cylinder": (size[0], size[0], size[1])}[shape]
+    if shape == "sphere":
+        size = (size[0],) * 3
+    elif shape == "cylinder":
+        size = (size[0], size[0], size[1])
     position = ctx.vector(raw["position"], f"{key}.position", 3)
     orientation = ctx.quaternion(raw.get("orientation_xyzw", [0, 0, 0, 1]), f"{key}.orientation_xyzw")
     mass = 0.0

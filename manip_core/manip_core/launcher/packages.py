@@ -168,8 +168,11 @@ class PackageResolver:
         attr = attr.split('[')[0].strip()
         call = f'from {module} import {attr.split(".")[0]} as _ep'
         rest = ''.join(f'.{part}' for part in attr.split('.')[1:])
-        code = (f'import sys; sys.argv[0] = {exe!r}; {call}; sys.exit(_ep{rest}())' if attr
-                else f'import runpy, sys; sys.argv[0] = {exe!r}; runpy.run_module({module!r}, run_name="__main__")')
+        if attr:
+            code = f'import sys; sys.argv[0] = {exe!r}; {call}; sys.exit(_ep{rest}())'
+        else:
+            code = (f'import runpy, sys; sys.argv[0] = {exe!r}; '
+                    f'runpy.run_module({module!r}, run_name="__main__")')
         return [self.python, '-c', code]
 
     @staticmethod

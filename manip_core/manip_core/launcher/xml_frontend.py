@@ -388,8 +388,10 @@ def _format_scalar(v) -> str:
             return '.nan'
         if v in (float('inf'), float('-inf')):
             return '.inf' if v > 0 else '-.inf'
-        r = repr(v)
-        return r if any(c in r for c in '.e') else r + '.0'
+        mantissa, e, exponent = repr(v).partition('e')
+        if '.' not in mantissa:  # YAML 1.1 (PyYAML) needs the dot to read a float back
+            mantissa += '.0'
+        return mantissa + e + exponent
     s = str(v)
     try:
         plain_ok = ('\n' not in s and s == s.strip() and s != '' and

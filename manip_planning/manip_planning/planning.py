@@ -1,0 +1,328 @@
+"""Request-level planning (the maths behind the ``plan_trajectory`` service; no rclpy).
+
+``Planner.plan(PlanRequest, obstacles)`` validates a request, picks the goal configuration (closed-form IK
+solutions nearest the start when the arm has them, else numerical IK seeded from the start; solutions that
+put a link origin below the floor are skipped), builds the path (joint line, Cartesian straight line, or the
+obstacle-aware path of avoidance.py), time-scales it and returns a ``PlanResult`` with an ErrorCode value and
+a message; it never raises for bad input.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import time_scaling as ts
+from .avoidance import METHODS, PolylinePath, plan_avoiding
+from .cartesian_path import CartesianPath
+from .collision import ArmSpheres, Obstacle, Scene, densify
+from .joint_path import LinePath, PlanningError, Trajectory, concatenate, time_scale
+from .potential_field import FieldOptions
+
+# manip_msgs/msg/ErrorCode values
+SUCCESS = 0
+INVALID_INPUT = -1
+UNKNOWN_JOINT = -2
+UNKNOWN_LINK = -3
+NO_IK_SOLUTION = -4
+OUT_OF_LIMITS = -5
+PLANNING_FAILED = -6
+NOT_READY = -7
+COLLISION = -8
+EXECUTION_FAILED = -9
+
+PATH_JOINT = "joint"
+PATH_CARTESIAN = "cartesian"
+MAX_POINTS = 200_000
+
+
+@dataclass
+class PlanRequest:
+    """Start (None: not known), goal_joints or goal_pose ((4, 4) base frame), path and profile names,
+    duration (s, 0: shortest), scalings (0: the planner's defaults), avoid_obstacles, sample_period (0:
+    default)."""
+
+    start: np.ndarray = None
+    goal_joints: np.ndarray = None
+    goal_pose: np.ndarray = None
+    path_type: str = PATH_JOINT
+    profile: str = ts.QUINTIC
+    duration: float = 0.0
+    velocity_scaling: float = 0.0
+    acceleration_scaling: float = 0.0
+    avoid_obstacles: bool = False
+    sample_period: float = 0.0
+
+
+@dataclass
+class PlanResult:
+    success: bool
+    error_code: int
+    message: str
+    trajectory: Trajectory = None
+    min_obstacle_distance: float = math.inf
+    min_floor_distance: float = math.inf
+    tip_path: np.ndarray = None          # (N, 3) tip positions of the trajectory samples
+    method: str = ""
+    planning_time: float = 0.0
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class PlannerSettings:
+    acceleration_limits: tuple = ()          # rad/s^2 per joint; empty: default_acceleration_limit each
+    default_acceleration_limit: float = 4.0
+    default_velocity_scaling: float = 1.0
+    default_acceleration_scaling: float = 1.0
+    default_sample_period: float = 0.02
+    safety_margin: float = 0.03              # m
+    influence_distance: float = 0.15         # m
+    link_radius: float = 0.06                # m, capsule radius around the link segments
+    tool_length: float = 0.0                 # m, extra capsule along the tip z axis
+    floor_height: float = 0.0                # m; NaN: no floor
+    avoidance_methods: tuple = METHODS
+    max_joint_step: float = 0.1              # rad, Cartesian jump threshold between samples
+    cartesian_position_step: float = 0.005   # m
+    cartesian_rotation_step: float = 0.02    # rad
+    limit_tolerance: float = 1e-3            # rad, start slightly outside the limits is clipped
+
+
+class Planner:
+    """Plans for one RobotModel (see module doc)."""
+
+    def __init__(self, model, settings=None):
+        self.model = model
+        self.s = settings or PlannerSettings()
+        s = self.s
+        n = model.dof
+        acc = np.asarray(s.acceleration_limits, dtype=np.float64).reshape(-1)
+        if acc.size == 0:
+            acc = np.full(n, float(s.default_acceleration_limit))
+        elif acc.size == 1:
+            acc = np.full(n, float(acc[0]))
+        if acc.size != n or not np.all(acc > 0):
+            raise ValueError(f"acceleration_limits needs 1 or {n} positive values")
+        self.acceleration_limits = acc
+        vel = np.array(model.velocity_limits, dtype=np.float64)
+        vel = np.where(np.isfinite(vel) & (vel > 0), vel, 1.0)
+        self.velocity_limits = vel
+        self.arm = ArmSpheres(model, s.link_radius, tool_length=s.tool_length)
+        self.floor = None if s.floor_height is None or not math.isfinite(s.floor_height) else float(s.floor_height)
+
+    # --------------------------------------------------------------------------------------- helpers
+    def _scene(self, obstacles):
+        return Scene(obstacles, self.floor)
+
+    def _joint_vector(self, x, what):
+        n = self.model.dof
+        q = np.asarray(x, dtype=np.float64).reshape(-1)
+        if q.size != n:
+            raise PlanningError(INVALID_INPUT, f"{what} has {q.size} values; the robot has {n} joints "
+                                               f"({', '.join(self.model.joint_names)})")
+        if not np.all(np.isfinite(q)):
+            raise PlanningError(INVALID_INPUT, f"{what} holds NaN or inf")
+        lo, hi = self.model.joint_lower, self.model.joint_upper
+        tol = self.s.limit_tolerance
+        bad = np.nonzero((q < lo - tol) | (q > hi + tol))[0]
+        if len(bad):
+            j = int(bad[0])
+            raise PlanningError(OUT_OF_LIMITS, f"{what}: joint '{self.model.joint_names[j]}' = {q[j]:.4f} is "
+                                               f"outside its limits [{lo[j]:.4f}, {hi[j]:.4f}]")
+        return np.clip(q, lo, hi)
+
+    def links_above_floor(self, q, slack=0.0):
+        """True when every moving link origin is at or above the floor (skips the check without a floor)."""
+        if self.floor is None:
+            return True
+        for name in self.arm.points:
+            if self.arm._origin_moves[name] and self.model.fk(q, name)[2, 3] < self.floor - slack:
+                return False
+        return True
+
+    def ik_candidates(self, T, q_near):
+        """Joint solutions for tip pose T, nearest q_near first (closed form when available)."""
+        model = self.model
+        sols = []
+        self.last_ik_reason = ""
+        try:
+            solver = model.analytic_ik()
+            if solver is not None:
+                sols, self.last_ik_reason = solver.solve(T, near=q_near)
+                sols = list(sols)
+        except (NotImplementedError, ValueError):
+            sols = []
+        if not sols:
+            res = model.ik(T, q_seed=q_near)
+            if res.success:
+                sols = [res.q]
+            elif not self.last_ik_reason:
+                self.last_ik_reason = res.message
+            for seed in range(1, 4):
+                if sols:
+                    break
+                res = model.ik(T, seed=seed)
+                if res.success:
+                    sols = [res.q]
+        sols.sort(key=lambda q: float(np.linalg.norm(q - q_near)))
+        return sols
+
+    def choose_ik(self, T, q_near, scene=None, required=None):
+        """The solution nearest q_near with every link above the floor (and, given a scene, at least
+        ``required`` clearance); raises PlanningError(NO_IK_SOLUTION) with the reason."""
+        sols = self.ik_candidates(T, q_near)
+        if not sols:
+            reason = self.last_ik_reason or "IK found no solution"
+            raise PlanningError(NO_IK_SOLUTION, f"goal pose unreachable: {reason}")
+        above = [q for q in sols if self.links_above_floor(q)]
+        if not above:
+            raise PlanningError(NO_IK_SOLUTION, f"all {len(sols)} IK solutions of the goal pose put a link below "
+                                                f"the floor (z = {self.floor})")
+        if scene is not None and len(scene) and required is not None:
+            clear = [q for q in above if self.arm.clearance(q, scene)[0] >= required]
+            if not clear:
+                raise PlanningError(COLLISION, f"every IK solution of the goal pose is closer than "
+                                               f"{required:.3f} m to an obstacle")
+            return clear[0]
+        return above[0]
+
+    # ------------------------------------------------------------------------------------------ plan
+    def plan(self, req, obstacles=()):
+        t0 = time.perf_counter()
+        try:
+            res = self._plan(req, list(obstacles))
+        except PlanningError as e:
+            res = PlanResult(False, e.code, e.message)
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError) as e:
+            res = PlanResult(False, INVALID_INPUT, f"invalid request: {e}")
+        res.planning_time = time.perf_counter() - t0
+        return res
+
+    def _settings_of(self, req):
+        vs = float(req.velocity_scaling)
+        as_ = float(req.acceleration_scaling)
+        for name, v in (("velocity_scaling", vs), ("acceleration_scaling", as_)):
+            if not math.isfinite(v) or v < 0.0 or v > 1.0:
+                raise PlanningError(INVALID_INPUT, f"{name} must be in (0, 1] (0: default), got {v}")
+        vs = vs or self.s.default_velocity_scaling
+        as_ = as_ or self.s.default_acceleration_scaling
+        dt = float(req.sample_period)
+        if not math.isfinite(dt) or dt < 0.0:
+            raise PlanningError(INVALID_INPUT, f"sample_period must be >= 0 (0: default), got {dt}")
+        dt = dt or self.s.default_sample_period
+        dur = float(req.duration)
+        if not math.isfinite(dur) or dur < 0.0:
+            raise PlanningError(INVALID_INPUT, f"duration must be >= 0 (0: shortest), got {dur}")
+        if dur > 0 and dur / dt > MAX_POINTS:
+            raise PlanningError(INVALID_INPUT, f"duration / sample_period gives more than {MAX_POINTS} points")
+        if req.profile not in ts.PROFILES:
+            raise PlanningError(INVALID_INPUT, f"unknown profile {req.profile!r}")
+        if req.path_type not in (PATH_JOINT, PATH_CARTESIAN):
+            raise PlanningError(INVALID_INPUT, f"unknown path type {req.path_type!r}")
+        return vs, as_, dt, dur
+
+    def _time_scale(self, path, req, vs, as_, dt, dur):
+        kw = dict(velocity_limits=self.velocity_limits, acceleration_limits=self.acceleration_limits,
+                  velocity_scaling=vs, acceleration_scaling=as_, sample_period=dt,
+                  joint_names=list(self.model.joint_names),
+                  position_limits=(self.model.joint_lower, self.model.joint_upper))
+        if isinstance(path, PolylinePath):
+            parts = [time_scale(seg, req.profile, **kw) for seg in path.segments]
+            traj = concatenate(parts)
+            if dur > 0:
+                if dur < traj.duration * (1 - 1e-9):
+                    raise PlanningError(INVALID_INPUT, f"duration {dur:.3f} s is shorter than the {traj.duration:.3f} s "
+                                                       f"this path needs within the limits")
+                k = traj.duration / dur
+                traj = concatenate([time_scale(seg, req.profile, duration=p.duration / k, **kw)
+                                    for seg, p in zip(path.segments, parts)])
+            return traj
+        d1, _ = path.bounds()
+        if dur == 0.0:
+            T_est = ts.path_minimum_duration(d1, path.bounds()[1], self.velocity_limits * vs,
+                                             self.acceleration_limits * as_, req.profile)
+            if T_est / dt > MAX_POINTS:
+                raise PlanningError(INVALID_INPUT, f"the trajectory would have more than {MAX_POINTS} points; "
+                                                   f"raise sample_period or the scalings")
+        return time_scale(path, req.profile, duration=dur, **kw)
+
+    def _plan(self, req, obstacles):
+        model = self.model
+        vs, as_, dt, dur = self._settings_of(req)
+        if req.start is None:
+            raise PlanningError(NOT_READY, "no start configuration: start_positions is empty and no "
+                                           "joint_states have been received")
+        q0 = self._joint_vector(req.start, "start_positions")
+        scene = self._scene(obstacles)
+        margin = self.s.safety_margin
+        goal_T = None
+        if req.goal_joints is not None:
+            q1 = self._joint_vector(req.goal_joints, "goal_positions")
+        elif req.goal_pose is not None:
+            goal_T = np.asarray(req.goal_pose, dtype=np.float64)
+            if goal_T.shape != (4, 4) or not np.all(np.isfinite(goal_T)):
+                raise PlanningError(INVALID_INPUT, "goal pose must be a finite (4, 4) transform")
+            q1 = None
+        else:
+            raise PlanningError(INVALID_INPUT, "no goal (goal_joints or goal_pose)")
+        details = {}
+        if req.path_type == PATH_CARTESIAN:
+            T_goal = goal_T if goal_T is not None else model.fk(q1)
+            path = CartesianPath(model, q0, T_goal, max_joint_step=self.s.max_joint_step,
+                                 position_step=self.s.cartesian_position_step,
+                                 rotation_step=self.s.cartesian_rotation_step)
+            if q1 is not None and np.max(np.abs(path.q_goal - q1)) > 1e-3:
+                raise PlanningError(PLANNING_FAILED,
+                                    "the straight tip line from the start reaches the goal pose in another IK "
+                                    "branch than goal_positions (joints differ by "
+                                    f"{np.max(np.abs(path.q_goal - q1)):.3f} rad); plan to the pose instead")
+            samples = path.q_grid
+            method = "cartesian"
+            if len(scene):
+                mo = min(self.arm.clearance(q, scene)[0] for q in densify(samples, 0.01))
+                details["min_obstacle_distance_path"] = mo
+                if req.avoid_obstacles:
+                    req_c = min(margin, self.arm.clearance(q0, scene)[0], self.arm.clearance(path.q_goal, scene)[0])
+                    if mo < req_c - 1e-9:
+                        raise PlanningError(COLLISION, f"the straight tip line comes {mo:.3f} m from an obstacle "
+                                                       f"(safety margin {margin:.3f} m); a Cartesian line cannot "
+                                                       f"bend around it: plan in joint space with avoid_obstacles")
+        else:
+            if q1 is None:
+                required = None
+                if req.avoid_obstacles and len(scene):
+                    required = min(margin, self.arm.clearance(q0, scene)[0])
+                q1 = self.choose_ik(goal_T, q0, scene if req.avoid_obstacles else None, required)
+            if req.avoid_obstacles and (len(scene) or self.floor is not None):
+                fo = FieldOptions(safety_margin=margin, influence_distance=self.s.influence_distance)
+                av = plan_avoiding(model, self.arm, scene, q0, q1, safety_margin=margin,
+                                   methods=tuple(self.s.avoidance_methods), field_options=fo)
+                path = av.path
+                method = av.method
+                details.update(smoothing=av.smoothing, waypoints=len(av.waypoints), attempts=av.attempts,
+                               required_clearance=av.required_clearance)
+            else:
+                path = LinePath(q0, q1)
+                method = "joint"
+        traj = self._time_scale(path, req, vs, as_, dt, dur)
+        tips = np.array([model.fk(q)[:3, 3] for q in traj.positions])
+        mo, mf = math.inf, math.inf
+        if len(scene) or self.floor is not None:
+            dense = densify(traj.positions, 0.01)
+            for q in dense:
+                o, f = self.arm.clearance(q, scene)
+                mo, mf = min(mo, o), min(mf, f)
+        if req.avoid_obstacles and len(scene):
+            req_c = min(margin, self.arm.clearance(q0, scene)[0], self.arm.clearance(traj.positions[-1], scene)[0])
+            if mo < req_c - 1e-6:
+                raise PlanningError(COLLISION, f"the trajectory comes {mo:.3f} m from an obstacle (required "
+                                               f"{req_c:.3f} m)")
+        msg = (f"{method} path, {traj.profile}, {traj.duration:.3f} s, {len(traj)} points"
+               + (f", min obstacle clearance {mo:.3f} m" if math.isfinite(mo) else ""))
+        return PlanResult(True, SUCCESS, msg, traj, mo, mf, tips, method, details=details)
+
+
+def obstacles_from_arrays(centers, sizes, radii):
+    """Obstacle list from (N, 3) centres, (N, 3) AABB sizes and (N,) radii (boxes when every size > 0)."""
+    return [Obstacle(c, s, r) for c, s, r in zip(centers, sizes, radii)]

@@ -1,0 +1,197 @@
+"""manip_sim.world: PyBullet dynamics against manip_core, effort limits, watchdog, suction, ground truth."""
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from manip_sim.scene import KIND_OBJECT, load_scene
+from manip_sim.world import MODE_EFFORT, MODE_HOLD, MODE_POSITION, CommandError, World, prepare_urdf
+
+SCENE = Path(__file__).resolve().parents[1] / "config" / "pick_place_scene.yaml"
+Q_TEST = np.array([0.3, -1.2, 1.4, -1.8, -1.57, 0.2])   # a generic configuration, arm stretched sideways
+
+
+@pytest.fixture(scope="module")
+def scene():
+    return load_scene(SCENE)
+
+
+@pytest.fixture
+def limp(scene):
+    """No watchdog: the robot starts limp (zero torque)."""
+    with World(scene, command_timeout=0.0) as w:
+        yield w
+
+
+def _seconds(world, t):
+    return int(round(t / world.dt))
+
+
+def test_loads_like_the_model(limp):
+    w = limp
+    assert w.joint_names == ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
+                             "wrist_2_joint", "wrist_3_joint"]
+    assert w.mode == MODE_EFFORT and w.time == 0.0
+    js = w.joint_state()
+    q0 = w.scene.initial_joint_positions(w.joint_names)
+    assert np.allclose(js.positions, q0) and np.allclose(js.velocities, 0)
+    # PyBullet's tip link frame equals manip_core's forward kinematics.
+    w.set_joint_positions(Q_TEST)
+    assert np.allclose(w.tool_pose(), w.model.fk(Q_TEST), atol=1e-9)
+    assert np.allclose(w.effort_limits, [150, 150, 150, 28, 28, 28])
+    assert "tool0" in w.urdf.links_without_inertial
+
+
+def test_prepare_urdf_gives_massless_links_zero_mass(tmp_path, scene):
+    import xml.etree.ElementTree as ET
+
+    out = prepare_urdf(scene.robot.urdf, tmp_path)
+    tool0 = [link for link in ET.parse(out.path).getroot().findall("link") if link.get("name") == "tool0"][0]
+    assert tool0.find("inertial/mass").get("value") == "0"
+    assert not out.has_visual and not out.has_collision
+
+
+def test_uncommanded_arm_falls(limp):
+    w = limp
+    w.set_joint_positions(Q_TEST)
+    w.step(_seconds(w, 0.5))
+    moved = np.abs(w.joint_state().positions - Q_TEST)
+    assert moved[1] > 0.05 and moved[2] > 0.05, moved
+
+
+@pytest.mark.parametrize("base_orientation", [(0.0, 0.0, 0.0, 1.0), (0.258819, 0.0, 0.0, 0.9659258)])
+def test_gravity_compensation_from_manip_core_holds_still(scene, base_orientation):
+    """tau = RobotModel.gravity_torques(q) keeps the arm within 1e-3 rad over 1 s: PyBullet and manip_core
+    agree on the dynamics (also with the base tilted 30 degrees, gravity then seen in the base frame)."""
+    tilted = replace(scene, robot=replace(scene.robot, base_orientation_xyzw=base_orientation))
+    with World(tilted, command_timeout=0.0) as w:
+        w.set_joint_positions(Q_TEST)
+        g = w.gravity_base
+        assert np.allclose(g, [0, 0, -9.81]) == (base_orientation[3] == 1.0)
+        worst = 0.0
+        for _ in range(_seconds(w, 1.0)):
+            q = w.joint_state().positions
+            w.apply_efforts(w.model.gravity_torques(q, gravity=g))
+            w.step()
+            worst = max(worst, float(np.max(np.abs(w.joint_state().positions - Q_TEST))))
+        assert worst < 1e-3, worst
+        # Sanity: the torques are far from zero (the test would be empty otherwise).
+        assert np.max(np.abs(w.model.gravity_torques(Q_TEST, gravity=g))) > 5.0
+
+
+def test_effort_clipping(scene):
+    with World(scene, command_timeout=0.0) as a, World(scene, command_timeout=0.0) as b:
+        for w in (a, b):
+            w.set_joint_positions(Q_TEST)
+        clipped = a.apply_efforts([200.0, -10.0, 0.0, 0.0, 0.0, -40.0])
+        assert clipped.tolist() == [True, False, False, False, False, True]
+        assert np.allclose(a.joint_state().efforts, [150.0, -10.0, 0, 0, 0, -28.0])
+        assert not b.apply_efforts([150.0, -10.0, 0.0, 0.0, 0.0, -28.0]).any()
+        a.step(20)
+        b.step(20)
+        assert np.allclose(a.joint_state().positions, b.joint_state().positions, atol=1e-12)
+
+
+def test_bad_commands_are_rejected_and_the_previous_one_kept(limp):
+    w = limp
+    w.apply_efforts([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    for bad in ([0.0] * 5, [0.0] * 7, [0.0, float("nan"), 0, 0, 0, 0], [[0.0] * 6], "abc"):
+        with pytest.raises(CommandError):
+            w.apply_efforts(bad)
+        with pytest.raises(CommandError):
+            w.set_position_targets(bad)
+    with pytest.raises(CommandError, match="joint limits"):
+        w.set_position_targets([0.0, 0.0, 7.0, 0.0, 0.0, 0.0])
+    assert w.mode == MODE_EFFORT
+    assert np.allclose(w.joint_state().efforts, [0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+
+
+def test_position_control_reaches_the_target(scene):
+    with World(scene, command_timeout=0.2) as w:
+        assert w.mode == MODE_HOLD
+        target = np.array(w.scene.initial_joint_positions(w.joint_names)) + [0.2, -0.1, 0.1, 0.2, -0.2, 0.3]
+        for _ in range(10):          # commands at 10 Hz for 1 s (the watchdog wants them)
+            w.set_position_targets(target)
+            w.step(_seconds(w, 0.1))
+        assert w.mode == MODE_POSITION
+        assert np.allclose(w.joint_state().positions, target, atol=5e-3)
+
+
+def test_watchdog_holds_when_commands_stop(scene):
+    with World(scene, command_timeout=0.2) as w:
+        q0 = w.joint_state().positions
+        w.step(_seconds(w, 0.5))                          # starts braked: stays put
+        assert w.mode == MODE_HOLD
+        assert np.allclose(w.joint_state().positions, q0, atol=1e-3)
+        w.apply_efforts(np.zeros(6))                      # limp: the arm starts to fall...
+        w.step(_seconds(w, 0.15))
+        assert w.mode == MODE_EFFORT and w.watchdog_trips == 0
+        w.step(_seconds(w, 0.1))                          # ...until 0.2 s without a command
+        assert w.mode == MODE_HOLD and w.watchdog_trips == 1
+        w.step(_seconds(w, 0.5))
+        q_hold = w.joint_state().positions
+        w.step(_seconds(w, 0.5))
+        js = w.joint_state()
+        assert np.max(np.abs(js.positions - q_hold)) < 1e-3
+        assert np.max(np.abs(js.velocities)) < 1e-2
+        assert np.max(np.abs(q_hold - q0)) > 1e-3         # it did fall a bit before the brake
+        assert np.all(np.abs(js.efforts) <= w.effort_limits + 1e-9)
+
+
+def _grasp_configuration(w, point, q_near):
+    T = np.eye(4)
+    T[:3, :3] = np.diag([1.0, -1.0, -1.0])     # tool z pointing down
+    T[:3, 3] = point
+    sols = w.model.ik_all(T)
+    return min(sols, key=lambda q: np.linalg.norm(np.asarray(q) - q_near))
+
+
+def _cube(w):
+    return [o for o in w.object_states() if o.name == "cube"][0]
+
+
+def test_attach_moves_the_object_with_the_tool_and_detach_drops_it(scene):
+    with World(scene, command_timeout=0.0) as w:
+        cube = _cube(w)
+        assert cube.kind == KIND_OBJECT and not cube.attached
+        q_init = np.array(w.scene.initial_joint_positions(w.joint_names))
+        # Too far: nothing to attach.
+        r = w.attach()
+        assert not r.success and "max_distance" in r.message
+        q_grasp = _grasp_configuration(w, cube.position + [0, 0, 0.025], q_init)
+        q_lift = _grasp_configuration(w, cube.position + [0, 0, 0.175], q_grasp)
+        w.set_joint_positions(q_grasp)
+        w.set_position_targets(q_grasp)
+        assert not w.attach("pillar").success               # obstacles cannot be picked
+        r = w.attach()                                       # the nearest object
+        assert r.success and r.object_name == "cube" and w.attached == "cube"
+        assert not w.attach("cube").success                  # already holding it
+        w.set_position_targets(q_lift)
+        w.step(_seconds(w, 1.5))
+        held = _cube(w)
+        assert held.attached
+        assert np.allclose(held.position, cube.position + [0, 0, 0.15], atol=5e-3), held.position
+        # It stays where the tool holds it (5 mm below tool0).
+        assert np.allclose(w.tool_pose()[:3, 3] - held.position, [0, 0, 0.025], atol=3e-3)
+        r = w.detach()
+        assert r.success and r.object_name == "cube" and w.attached is None
+        w.step(_seconds(w, 1.0))
+        dropped = _cube(w)
+        assert not dropped.attached
+        assert abs(dropped.position[2] - 0.02) < 3e-3         # back on the table
+        assert np.linalg.norm(dropped.position[:2] - cube.position[:2]) < 0.05
+        assert w.detach().success                              # releasing nothing is fine
+
+
+def test_ground_truth_in_the_base_frame_with_a_moved_base(scene):
+    moved = replace(scene, robot=replace(scene.robot, base_position=(1.0, 2.0, 0.8),
+                                         base_orientation_xyzw=(0.0, 0.0, 0.7071068, 0.7071068)))
+    with World(moved, command_timeout=0.2) as w:
+        w.step(_seconds(w, 0.3))
+        truth = {o.name: o for o in w.object_states()}
+        assert np.allclose(truth["cube"].position, [0.45, -0.25, 0.02], atol=1e-3)
+        assert np.allclose(truth["pillar"].position, [0.45, 0.0, 0.15], atol=1e-9)
+        assert np.allclose(truth["table"].position, [0.25, 0.0, -0.025], atol=1e-9)
+        q = w.joint_state().positions
+        assert np.allclose(w.tool_pose(), w.model.fk(q), atol=1e-6)
