@@ -8,6 +8,8 @@ PYTHON := $(VENV)/bin/python
 SETUP_OK := $(VENV)/.manip-setup/verified
 # Extra arguments for pytest, e.g. make test PYTEST_ARGS='-m "not slow" -x'
 PYTEST_ARGS ?=
+# Extra arguments for the demo, e.g. make demo DEMO_ARGS='--output /tmp/run1'
+DEMO_ARGS ?=
 
 .PHONY: setup test demo bench clean distclean
 
@@ -31,11 +33,10 @@ test: $(PYTHON)
 	done
 	ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST $(PYTHON) -m pytest $(PYTEST_ARGS)
 
+# The main job: the simulated pick-and-place on a real ROS 2 graph (see manip_sim/manip_sim/demo.py).
 demo: $(PYTHON)
 	$(ensure_setup)
-	$(VENV)/bin/manip-model describe ur5
-	$(VENV)/bin/manip-model fk ur5 --q 0 -1.57 1.57 0 1.57 0
-	$(VENV)/bin/manip-model ik ur5 --xyz 0.4 0.2 0.3 --rpy 3.14159 0 0
+	$(PYTHON) -m manip_sim.demo $(DEMO_ARGS)
 
 bench: $(PYTHON)
 	$(ensure_setup)

@@ -20,6 +20,9 @@ setup(
     license='Apache-2.0',
     tests_require=['pytest'],
     entry_points={
-        'console_scripts': [],
+        'console_scripts': [
+            'planner = manip_planning.planner_node:main',
+            'pick_place = manip_planning.pick_place_node:main',
+        ],
     },
 )

@@ -23,6 +23,7 @@ setup(
     entry_points={
         'console_scripts': [
             'sim_bridge = manip_sim.sim_bridge_node:main',
+            'manip-demo = manip_sim.demo:main',
         ],
     },
 )

@@ -25,6 +25,7 @@ The maths lives in trajectory_sampler, control_laws and tolerances (no rclpy).
 """
 from __future__ import annotations
 
+import array
 import gc
 import math
 import signal
@@ -57,6 +58,10 @@ from .trajectory_sampler import InvalidJoints, InvalidTrajectory, Trajectory, Tr
 Result = ExecuteTrajectory.Result
 FEEDBACK_PERIOD_S = 0.05  # ~20 Hz
 GIL_SWITCH_INTERVAL_S = 0.0005
+# One thread may wait in a goal's execute callback; the others run the control group and the rest. More
+# threads cost more (rclpy's executor threads compete for the GIL): 6 threads lost a third of the ticks in
+# a measurement on 2 cores where 2 or 3 lost none.
+EXECUTOR_THREADS = 3
 
 
 def _sec(stamp):
@@ -70,7 +75,8 @@ def _duration_msg(seconds):
 
 
 def _floats(a):
-    return [float(x) for x in a]
+    """array.array('d') of a vector: message fields take it without a per-element check."""
+    return array.array("d", np.ascontiguousarray(a, dtype=np.float64).tobytes())
 
 
 class _Rejected(Exception):
@@ -126,6 +132,7 @@ class ControllerNode(Node):
         self._law = None
         self._state = None          # (q, qd, receive time ns) in model order
         self._prev_js = None        # (q, stamp s) for velocities by finite differences
+        self._js_index = None       # (joint_states names, model, indices of the model's joints)
         self._hold = None           # set point while holding
         self._active = None         # _Active or None
         self._goal = None           # _Goal waiting for its goal check after the trajectory ended
@@ -165,8 +172,11 @@ class ControllerNode(Node):
                                                      "default time (s) after the trajectory's end to reach "
                                                      "the goal tolerance; 0 = no limit"))
 
+        # The control tick and the inputs it reads share one mutually exclusive group (they would only queue
+        # on the lock otherwise); the action server has its own reentrant group, so that an execute callback
+        # waiting for its goal never blocks the tick.
         self._cb_control = MutuallyExclusiveCallbackGroup()
-        self._cb_inputs = MutuallyExclusiveCallbackGroup()
+        self._cb_inputs = self._cb_control
         self._cb_action = ReentrantCallbackGroup()
         self._effort_pub = self.create_publisher(Float64MultiArray, "effort_controller/commands", 10)
         self._state_pub = self.create_publisher(ControllerState, "joint_trajectory_controller/controller_state",
@@ -240,25 +250,37 @@ class ControllerNode(Node):
         self._state = self._prev_js = self._hold = self._active = self._goal = None
 
     # ----------------------------------------------------------------------------------- inputs
+    def _joint_index(self, names, model):
+        """Positions of the model's joints in a joint_states name list (cached per list), or None."""
+        key = tuple(names)
+        cached = self._js_index
+        if cached is not None and cached[0] == key and cached[1] is model:
+            return cached[2]
+        try:
+            idx = np.array([key.index(j) for j in model.joint_names], dtype=np.intp)
+        except ValueError:
+            missing = [j for j in model.joint_names if j not in key]
+            self._warn_once("js_missing", f"joint_states lack joint(s) {', '.join(missing)}: ignored")
+            return None
+        self._js_index = (key, model, idx)
+        return idx
+
     def _on_joint_states(self, msg):
         model = self._model
         if model is None:
             return
-        names = list(msg.name)
-        if len(msg.position) != len(names):
-            self._warn_once("js_len", f"joint_states with {len(msg.position)} positions for {len(names)} names: "
+        n_names = len(msg.name)
+        if len(msg.position) != n_names:
+            self._warn_once("js_len", f"joint_states with {len(msg.position)} positions for {n_names} names: "
                                       f"ignored")
             return
-        try:
-            idx = [names.index(j) for j in model.joint_names]
-        except ValueError:
-            missing = [j for j in model.joint_names if j not in names]
-            self._warn_once("js_missing", f"joint_states lack joint(s) {', '.join(missing)}: ignored")
+        idx = self._joint_index(msg.name, model)
+        if idx is None:
             return
-        q = np.array([msg.position[i] for i in idx], dtype=np.float64)
+        q = np.asarray(msg.position, dtype=np.float64)[idx]
         stamp = _sec(msg.header.stamp)
-        if len(msg.velocity) == len(names):
-            qd = np.array([msg.velocity[i] for i in idx], dtype=np.float64)
+        if len(msg.velocity) == n_names:
+            qd = np.asarray(msg.velocity, dtype=np.float64)[idx]
         else:
             self._warn_once("js_vel", "joint_states carry no velocities: using finite differences of positions")
             prev = self._prev_js
@@ -625,7 +647,7 @@ def main(argv=None):
         rclpy.logging.get_logger("controller").fatal(str(e))
         rclpy.try_shutdown()
         return 2
-    executor = MultiThreadedExecutor(num_threads=6)
+    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     executor.add_node(node)
     gc.freeze()  # objects made at start-up are never collected: shorter collector pauses in the loop
     try:

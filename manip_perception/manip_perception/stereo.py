@@ -265,7 +265,10 @@ def back_project(depth, fx, fy, cx, cy, colors=None, rotation=None, max_depth=No
     pts[:, 1] = (v.astype(np.float32) - np.float32(cy)) * zz / np.float32(fy)
     pts[:, 2] = zz
     if rotation is not None and not np.allclose(rotation, np.eye(3)):
-        pts = (pts @ np.asarray(rotation, np.float32)).astype(np.float32)  # rows: (R^T p)^T = p^T R
+        R = np.asarray(rotation, dtype=np.float32)
+        x, y, z = pts[:, 0].copy(), pts[:, 1].copy(), pts[:, 2].copy()
+        for i in range(3):  # R^T p, by columns (no BLAS on thin matrices)
+            pts[:, i] = x * R[0, i] + y * R[1, i] + z * R[2, i]
     if colors is not None:
         c = np.asarray(colors)
         if c.shape[:2] != (h, w):

@@ -226,7 +226,7 @@ class StereoObstaclesNode(Node):
         now = time.monotonic()
         if now - self._reject_last.get(reason, -math.inf) >= self.config.values['reject_log_period']:
             self._reject_last[reason] = now
-            self.get_logger().warn(f"rejected: {text}" + (f" ({self.stats['rejected']} rejected so far)"
+            self.get_logger().warning(f"rejected: {text}" + (f" ({self.stats['rejected']} rejected so far)"
                                                           if count else ""))
 
     def _on_info(self, side, msg):
@@ -272,7 +272,7 @@ class StereoObstaclesNode(Node):
             expected = self.config.values['stereo_baseline']
             if expected > 0 and abs(expected - g.baseline) > 1e-3 and not self._baseline_warned:
                 self._baseline_warned = True
-                self.get_logger().warn(f"camera_info baseline {g.baseline:.4f} m differs from parameter "
+                self.get_logger().warning(f"camera_info baseline {g.baseline:.4f} m differs from parameter "
                                        f"stereo_baseline {expected:.4f} m; using the camera_info")
         return self._rectifier
 

@@ -248,6 +248,49 @@ def main_objects():
     ]
 
 
+def quat_xyzw(R):
+    """Quaternion (x, y, z, w) of a rotation matrix (Shepperd's method)."""
+    R = np.asarray(R, float)
+    t = np.trace(R)
+    i = int(np.argmax([t, R[0, 0], R[1, 1], R[2, 2]]))
+    if i == 0:
+        w = math.sqrt(1 + t) / 2
+        return [(R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w), (R[1, 0] - R[0, 1]) / (4 * w), w]
+    a, b, c = i - 1, i % 3, (i + 1) % 3
+    v = [0.0, 0.0, 0.0]
+    v[a] = math.sqrt(max(0.0, 1 + 2 * R[a, a] - t)) / 2
+    v[b] = (R[b, a] + R[a, b]) / (4 * v[a])
+    v[c] = (R[c, a] + R[a, c]) / (4 * v[a])
+    return v + [(R[c, b] - R[b, c]) / (4 * v[a])]
+
+
+#: UR5 pose of the self-filter scenes: the arm reaches over the table to the left of the objects.
+ROBOT_Q = (-1.2, -1.3, 1.6, -0.3, 0.0, 0.0)
+
+
+def robot_stand_in(model, q, radius=0.045):
+    """(chain, extra_bodies) for render_scene: the link origins of ``model`` at ``q`` (manip_core forward
+    kinematics) and a callable adding a textured cylinder along each segment between them."""
+    links = np.array([model.fk(np.asarray(q, float), name)[:3, 3] for name in model.link_names])
+    chain = [links[0]] + [p for a, p in zip(links[:-1], links[1:]) if np.linalg.norm(p - a) > 1e-6]
+
+    def add(cid, tex):
+        import pybullet as pb
+        for a, b in zip(chain[:-1], chain[1:]):
+            axis = b - a
+            length = float(np.linalg.norm(axis))
+            z = axis / length
+            x = np.cross(z, [0, 0, 1] if abs(z[2]) < 0.9 else [1, 0, 0])
+            x /= np.linalg.norm(x)
+            R = np.column_stack([x, np.cross(z, x), z])
+            vis = pb.createVisualShape(pb.GEOM_CYLINDER, radius=radius, length=length, physicsClientId=cid)
+            body = pb.createMultiBody(0, -1, vis, basePosition=((a + b) / 2).tolist(),
+                                      baseOrientation=quat_xyzw(R), physicsClientId=cid)
+            pb.changeVisualShape(body, -1, textureUniqueId=tex, rgbaColor=[1, 1, 1, 1], physicsClientId=cid)
+
+    return np.array(chain), add
+
+
 @pytest.fixture(scope='session')
 def camera():
     return load_camera()
@@ -269,4 +312,5 @@ def gt():
     from types import SimpleNamespace
     return SimpleNamespace(render_scene=render_scene, SceneObject=SceneObject, main_objects=main_objects,
                            source_root=source_root, import_manip_core_model=import_manip_core_model,
+                           robot_stand_in=robot_stand_in, ROBOT_Q=ROBOT_Q, quat_xyzw=quat_xyzw,
                            CAMERA_YAML=CAMERA_YAML, REPO=REPO, PKG_ROOT=PKG_ROOT)

@@ -3,12 +3,14 @@ fed the rendered pair (directly, and replayed from a rosbag2 mcap file written w
 against the scene's ground truth; bad inputs are rejected without stopping it; SIGINT/SIGTERM end it cleanly.
 """
 import os
+import pickle
 import random
 import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -65,22 +67,59 @@ def _stop(proc, sig=signal.SIGINT, timeout=15.0):
     return proc.returncode, proc.log_path.read_text()
 
 
-class Harness:
-    """The test side: publishers of the four stereo topics, subscribers of the node's outputs."""
+class Feeder:
+    """stereo_feeder.py in a subprocess: publishes what the tests hand it (serialized messages)."""
 
-    def __init__(self, domain_id):
+    def __init__(self, env, workdir):
+        self.workdir = workdir
+        self.count = 0
+        self.log_path = workdir / 'feeder.log'
+        self.log_file = open(self.log_path, 'w')
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name('stereo_feeder.py'))], env=env,
+                                     stdin=subprocess.PIPE, stdout=self.log_file, stderr=subprocess.STDOUT,
+                                     text=True)
+
+    def wait_ready(self, timeout=30.0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if 'ready' in self.log_path.read_text():
+                return
+            assert self.proc.poll() is None, self.log_path.read_text()
+            time.sleep(0.1)
+        raise AssertionError(f"feeder not ready: {self.log_path.read_text()}")
+
+    def run(self, steps, repeat=None):
+        """steps: (key, message or raw bytes) or ('sleep', s); repeat: run again every that many s."""
+        from rclpy.serialization import serialize_message
+        ser = [s if s[0] == 'sleep' or isinstance(s[1], bytes) else (s[0], serialize_message(s[1]))
+               for s in steps]
+        self.count += 1
+        path = self.workdir / f'script{self.count}.pkl'
+        path.write_bytes(pickle.dumps({'steps': ser, 'repeat': repeat}))
+        self.proc.stdin.write(f'{path}\n')
+        self.proc.stdin.flush()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log_file.close()
+
+
+class Harness:
+    """The test side: subscribers of the node's outputs (receiving large messages needs no profile)."""
+
+    def __init__(self, domain_id, feeder):
+        self.feeder = feeder
         self.context = Context()
         rclpy.init(context=self.context, domain_id=domain_id)
         self.node = rclpy.create_node('stereo_obstacles_test', context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
-        sd = qos_profile_sensor_data
-        self.pubs = {
-            'left': self.node.create_publisher(Image, 'stereo/left/image_rect', sd),
-            'right': self.node.create_publisher(Image, 'stereo/right/image_rect', sd),
-            'left_info': self.node.create_publisher(CameraInfo, 'stereo/left/camera_info', sd),
-            'right_info': self.node.create_publisher(CameraInfo, 'stereo/right/camera_info', sd),
-        }
         self.received = {'obstacles': [], 'markers': [], 'disparity': [], 'points': []}
         rel = QoSProfile(depth=10)
         self.node.create_subscription(ObstacleArray, 'obstacles', self.received['obstacles'].append, rel)
@@ -95,10 +134,9 @@ class Harness:
 
     def wait_for_node(self, timeout=30.0):
         end = time.monotonic() + timeout
+        outputs = ('obstacles', 'obstacle_markers', 'stereo/disparity', 'stereo/points2')
         while time.monotonic() < end:
-            if all(p.get_subscription_count() > 0 for p in self.pubs.values()) and all(
-                    self.node.count_publishers(t) > 0
-                    for t in ('obstacles', 'obstacle_markers', 'stereo/disparity', 'stereo/points2')):
+            if all(self.node.count_publishers(t) > 0 for t in outputs):
                 self.spin_for(0.5)  # let the node's side of discovery settle too
                 return
             self.spin_for(0.1)
@@ -111,14 +149,10 @@ class Harness:
                 return m
         return None
 
-    def wait_for(self, stamp, publish, keys=('obstacles',), timeout=TIMEOUT, period=1.5):
-        """Call publish() every ``period`` s until a message with ``stamp`` arrived on each of keys."""
+    def wait_for(self, stamp, keys=('obstacles',), timeout=TIMEOUT):
+        """Spin until a message with ``stamp`` arrived on each of keys."""
         end = time.monotonic() + timeout
-        next_pub = 0.0
         while time.monotonic() < end:
-            if time.monotonic() >= next_pub:
-                publish()
-                next_pub = time.monotonic() + period
             self.executor.spin_once(timeout_sec=0.02)
             found = {k: self.find(k, stamp) for k in keys}
             if all(v is not None for v in found.values()):
@@ -134,27 +168,30 @@ class Harness:
 @pytest.fixture(scope='module')
 def ros(gt, tmp_path_factory):
     domain = random.randint(100, 200)
+    profile = str(gt.PKG_ROOT / 'config' / 'fastdds_large_data.xml')
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
-               PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0')
+               PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0',
+               FASTDDS_DEFAULT_PROFILES_FILE=profile, FASTRTPS_DEFAULT_PROFILES_FILE=profile)
     env['PYTHONPATH'] = os.pathsep.join([gt.source_root('manip_perception'), env.get('PYTHONPATH', '')])
-    saved = {k: os.environ.get(k) for k in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'ROS_DOMAIN_ID')}
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    os.environ['ROS_DOMAIN_ID'] = str(domain)
+    saved = os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE')
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'  # read when the test's context starts
     logs = tmp_path_factory.mktemp('node_logs')
     proc = _start_node(gt, env, logs / 'stereo_obstacles.log', '--log-level', 'stereo_obstacles:=debug')
-    harness = Harness(domain)
+    feeder = Feeder(env, logs)
+    harness = Harness(domain, feeder)
     try:
         _wait_for_log(proc, 'stereo_obstacles ready')
+        feeder.wait_ready()
         harness.wait_for_node()
         yield harness, proc, env, logs
     finally:
+        feeder.close()
         harness.close()
         _stop(proc)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        if saved is None:
+            os.environ.pop('ROS_AUTOMATIC_DISCOVERY_RANGE', None)
+        else:
+            os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = saved
 
 
 def _stamp(sec, nanosec=0):
@@ -174,10 +211,9 @@ def _frame(scene, stamp):
     return msgs
 
 
-def _publish(h, msgs):
-    for key in ('left_info', 'right_info', 'left', 'right'):
-        if key in msgs:
-            h.pubs[key].publish(msgs[key])
+def _steps(msgs):
+    """Camera infos first, then the images (the node pairs the images and uses the latest infos)."""
+    return [(k, msgs[k]) for k in ('left_info', 'right_info', 'left', 'right') if k in msgs]
 
 
 def _check_obstacles(msg, scene, stamp):
@@ -198,8 +234,8 @@ def test_obstacles_over_dds(ros, scene, record_property):
     h, proc, _, _ = ros
     stamp = _stamp(1000, 123)
     msgs = _frame(scene, stamp)
-    found = h.wait_for(stamp, lambda: _publish(h, msgs),
-                       keys=('obstacles', 'markers', 'disparity', 'points'))
+    h.feeder.run(_steps(msgs), repeat=1.0)
+    found = h.wait_for(stamp, keys=('obstacles', 'markers', 'disparity', 'points'))
     errors = _check_obstacles(found['obstacles'], scene, stamp)
     for name, err in errors.items():
         record_property(f'dds_{name}_error_cm', round(err * 100, 2))
@@ -241,46 +277,51 @@ def test_bad_inputs_are_rejected_and_the_node_keeps_serving(ros, scene):
     h, proc, _, _ = ros
     cam = scene.camera
     good = _frame(scene, _stamp(2000))
+    steps = []
 
     bad_info = _frame(scene, _stamp(2001))
     bad_info['left_info'].p[0] = float('nan')
-    _publish(h, bad_info)
-    h.spin_for(0.8)
+    steps += [('left_info', bad_info['left_info']), ('sleep', 0.3)] + _steps(
+        {k: bad_info[k] for k in ('left', 'right')}) + [('sleep', 0.8)]
 
     truncated = _frame(scene, _stamp(2002))
     truncated['left'].data = bytes(truncated['left'].data)[:-7]
-    _publish(h, {**truncated, 'left_info': good['left_info']})
-    h.spin_for(0.8)
+    steps += [('left_info', good['left_info']), ('sleep', 0.3)] + _steps(
+        {k: truncated[k] for k in ('left', 'right')}) + [('sleep', 0.8)]
 
     nan_pair = {}
     for side in ('left', 'right'):
         f = np.full((cam.height, cam.width), 0.5, np.float32)
         f[10, 20] = np.nan
-        m = numpy_to_image(f, '32FC1')
-        m.header.stamp = _stamp(2003)
-        nan_pair[side] = m
-    _publish(h, nan_pair)
-    h.spin_for(0.8)
+        nan_pair[side] = numpy_to_image(f, '32FC1')
+        nan_pair[side].header.stamp = _stamp(2003)
+    steps += _steps(nan_pair) + [('sleep', 0.8)]
 
     small = _frame(scene, _stamp(2004))
     small['right'] = numpy_to_image(np.ascontiguousarray(scene.right[:240, :320]), 'rgb8')
     small['right'].header.stamp = _stamp(2004)
-    _publish(h, small)
-    h.spin_for(0.8)
+    steps += _steps({k: small[k] for k in ('left', 'right')}) + [('sleep', 0.8)]
+    h.feeder.run(steps)
 
+    patterns = (r'rejected: no valid camera_info received yet for left',
+                r'rejected: left camera_info: camera_info P holds NaN',
+                r'rejected: image data has \d+ bytes, expected step \* height',
+                r'rejected: 32FC1 image holds NaN or inf',
+                r'rejected: .*images differ')
+    end = time.monotonic() + TIMEOUT
+    log = ''
+    while time.monotonic() < end and not all(re.search(p, log) for p in patterns):
+        h.spin_for(0.2)
+        log = proc.log_path.read_text()
+    for p in patterns:
+        assert re.search(p, log), (p, log)
     assert proc.poll() is None
-    log = _wait_for_log(proc, r'rejected: .*differ')
-    for pattern in (r'rejected: left camera_info: camera_info P holds NaN',
-                    r'rejected: image data has \d+ bytes, expected step \* height',
-                    r'rejected: 32FC1 image holds NaN or inf',
-                    r'rejected: .*images differ'):
-        assert re.search(pattern, log), (pattern, log)
     for s in (2001, 2002, 2003, 2004):
         assert h.find('obstacles', _stamp(s)) is None
 
     stamp = _stamp(2005)
-    msgs = _frame(scene, stamp)
-    found = h.wait_for(stamp, lambda: _publish(h, msgs))
+    h.feeder.run(_steps(_frame(scene, stamp)), repeat=1.0)
+    found = h.wait_for(stamp)
     _check_obstacles(found['obstacles'], scene, stamp)
 
 
@@ -329,13 +370,9 @@ def test_bag_replay(ros, scene, tmp_path):
     first_left = next(raw for k, raw in records if k == 'left')
     np.testing.assert_array_equal(image_to_numpy(deserialize_message(first_left, Image)), scene.left)
 
-    def replay():
-        for key, raw in records:  # bag order
-            h.pubs[key].publish(raw)  # raw CDR, as a bag player does
-            h.executor.spin_once(timeout_sec=0.01)
-
+    h.feeder.run(records, repeat=1.5)  # raw CDR bytes in bag order, as a bag player publishes them
     last = _stamp(*stamps[-1])
-    found = h.wait_for(last, replay)
+    found = h.wait_for(last)
     _check_obstacles(found['obstacles'], scene, last)
     assert proc.poll() is None
 

@@ -32,25 +32,6 @@ def camera_points(rendered, matcher=None):
                         max_depth=3.0)
 
 
-def quat_xyzw(R):
-    """Quaternion (x, y, z, w) of a rotation matrix (Shepperd's method)."""
-    R = np.asarray(R, float)
-    t = np.trace(R)
-    i = int(np.argmax([t, R[0, 0], R[1, 1], R[2, 2]]))
-    if i == 0:
-        w = math.sqrt(1 + t) / 2
-        q = [(R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w), (R[1, 0] - R[0, 1]) / (4 * w), w]
-    else:
-        a, b, c = (i - 1, i % 3, (i + 1) % 3)
-        v = [0.0, 0.0, 0.0]
-        v[a] = math.sqrt(max(0.0, 1 + 2 * R[a, a] - t)) / 2
-        v[b] = (R[b, a] + R[a, b]) / (4 * v[a])
-        v[c] = (R[c, a] + R[a, c]) / (4 * v[a])
-        q = v + [(R[c, b] - R[b, c]) / (4 * v[a])]
-    np.testing.assert_allclose(quaternion_xyzw_to_matrix(q), R, atol=1e-9)
-    return q
-
-
 def params_for(camera, **kw):
     return ObstacleParams(camera_position=tuple(camera.position),
                           camera_orientation_xyzw=tuple(camera.orientation_xyzw), **kw)
@@ -204,13 +185,15 @@ def test_no_phantoms_on_an_empty_table(empty_scene):
     assert det.obstacles == []
 
 
-def test_plane_fit_absorbs_extrinsic_error(scene):
+def test_plane_fit_absorbs_extrinsic_error(scene, gt):
     """Camera pose parameters off by 2 cm in height and 1 degree in pitch: the table then lies 2 cm
     higher and tilted in the base frame; the fitted plane still removes all of it."""
     cam = scene.camera
+    quat_xyzw = gt.quat_xyzw
     pitch = quaternion_xyzw_to_matrix([math.sin(math.radians(0.5)), 0, 0, math.cos(math.radians(0.5))])
     R = quaternion_xyzw_to_matrix(cam.orientation_xyzw) @ pitch
     q = quat_xyzw(R)
+    np.testing.assert_allclose(quaternion_xyzw_to_matrix(q), R, atol=1e-9)
     pts = camera_points(scene)
     wrong = ObstacleParams(camera_position=tuple(cam.position + [0, 0, 0.02]), camera_orientation_xyzw=tuple(q))
     det = detect_obstacles(pts, wrong)
@@ -226,27 +209,8 @@ def test_plane_fit_absorbs_extrinsic_error(scene):
 def test_self_filter_removes_the_robot(camera, gt, tmp_path):
     """A UR5 stand-in (cylinders along its link chain, posed by manip_core forward kinematics) next to
     two objects: without the self-filter it shows up as obstacles, with it only the objects remain."""
-    model_mod = gt.import_manip_core_model()
-    import pybullet as pb
-    model = model_mod.RobotModel.load('ur5')
-    q = np.array([-1.2, -1.3, 1.6, -0.3, 0.0, 0.0])
-    links = np.array([model.fk(q, name)[:3, 3] for name in model.link_names])
-    chain = [links[0]] + [p for a, p in zip(links[:-1], links[1:]) if np.linalg.norm(p - a) > 1e-6]
-
-    def robot(cid, tex):
-        for a, b in zip(chain[:-1], chain[1:]):
-            axis = b - a
-            length = float(np.linalg.norm(axis))
-            z = axis / length
-            x = np.cross(z, [0, 0, 1] if abs(z[2]) < 0.9 else [1, 0, 0])
-            x /= np.linalg.norm(x)
-            R = np.column_stack([x, np.cross(z, x), z])
-            quat = quat_xyzw(R)
-            vis = pb.createVisualShape(pb.GEOM_CYLINDER, radius=0.045, length=length, physicsClientId=cid)
-            body = pb.createMultiBody(0, -1, vis, basePosition=((a + b) / 2).tolist(), baseOrientation=quat,
-                                      physicsClientId=cid)
-            pb.changeVisualShape(body, -1, textureUniqueId=tex, rgbaColor=[1, 1, 1, 1], physicsClientId=cid)
-
+    model = gt.import_manip_core_model().RobotModel.load('ur5')
+    chain, robot = gt.robot_stand_in(model, gt.ROBOT_Q)
     objects = [o for o in gt.main_objects() if o.name != 'box_a']
     sc = gt.render_scene(camera, objects, tmp_path, seed=3, extra_bodies=robot)
     params = params_for(camera)

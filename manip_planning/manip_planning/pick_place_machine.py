@@ -140,8 +140,8 @@ class PickPlaceMachine:
             for phase, steps in plan:
                 self._begin(phase)
                 for kind, arg, text in steps:
-                    self._check_cancel()
                     self._report(text)
+                    self._check_cancel()
                     if kind == "move":
                         self._move(*arg)
                     else:
@@ -243,6 +243,7 @@ class PickPlaceMachine:
                               velocity_scaling=cfg.cartesian_velocity_scaling,
                               acceleration_scaling=cfg.cartesian_acceleration_scaling, avoid_obstacles=avoid)
         res = self._plan(req)
+        self._check_cancel()           # a plan interrupted by the cancel is a cancel, not a planning failure
         if not res.success:
             raise _Abort(PLANNING_FAILED, f"{self.phase}: planning failed (error {res.error_code}): {res.message}")
         self._check_cancel()
@@ -253,11 +254,12 @@ class PickPlaceMachine:
 
     def _do_grasp(self, attach, name):
         ok, msg, obj = self._grasp(attach, name)
+        if attach and ok:
+            self.holding = self.holding_last = obj or name
+        self._check_cancel()
         if not ok:
             raise _Abort(GRASP_FAILED, f"{self.phase}: {'attach' if attach else 'release'} failed: {msg}")
-        if attach:
-            self.holding = self.holding_last = obj or name
-        else:
+        if not attach:
             self.holding = ""
 
     # ------------------------------------------------------------------------------- bookkeeping

@@ -8,7 +8,10 @@ No rclpy here. Conventions (ROS camera_info / OpenCV):
   * K = [fx 0 cx; 0 fy cy; 0 0 1]; P_left = [K | 0]; P_right = [K | (-fx * baseline, 0, 0)];
   * a point at depth Z has disparity u_left - u_right = fx * baseline / Z.
 
-Rendering costs about 0.02-0.1 s per 640x480 image on a CPU, so the simulator does it in a separate
+PyBullet's TinyRenderer samples pixels at their corners; the projection matrix is shifted by half a pixel
+so that the rendered images are exactly those of K (see ``projection_matrix``).
+
+Rendering costs about 0.1 s per 640x480 image on a CPU, so the simulator does it in a separate
 process (RenderProcess) with its own PyBullet client that mirrors the scene (joint positions and object
 poses come over a pipe, images go back), never in the physics loop.
 """
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .transforms import invert, pose_matrix, quat_to_matrix
+from .transforms import invert, pose_matrix
 
 
 @dataclass(frozen=True)
@@ -103,11 +106,16 @@ class StereoCamera:
         return gl_T_world.T.reshape(-1).tolist()
 
     def projection_matrix(self):
-        """OpenGL projection (16 floats, column-major) matching K (principal point at the centre)."""
+        """OpenGL projection (16 floats, column-major) whose TinyRenderer images match K.
+
+        TinyRenderer samples pixel (u, v) at its corner and flips the rows: with the textbook symmetric
+        frustum its principal point is (width / 2, height / 2 - 1) in pixel indices. The frustum is shifted
+        by half a pixel in x and y (the 1/width and 1/height terms) so that it is ((width - 1) / 2,
+        (height - 1) / 2), the image centre of K (checked by the tests against the depth buffer)."""
         n, f = self.near, self.far
         t = math.tan(math.radians(self.vfov_deg) / 2.0)
         a = self.width / self.height
-        M = np.array([[1.0 / (a * t), 0, 0, 0], [0, 1.0 / t, 0, 0],
+        M = np.array([[1.0 / (a * t), 0, 1.0 / self.width, 0], [0, 1.0 / t, 1.0 / self.height, 0],
                       [0, 0, -(f + n) / (f - n), -2.0 * f * n / (f - n)], [0, 0, -1.0, 0]])
         return M.T.reshape(-1).tolist()
 

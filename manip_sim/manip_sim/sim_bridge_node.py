@@ -105,6 +105,7 @@ class SimBridge(Node):
         self._renderer = None
         self.world = None
         self._threads = []
+        self.failed = False
         try:
             self._setup()
         except BaseException:
@@ -324,8 +325,10 @@ class SimBridge(Node):
         except Exception as exc:  # noqa: BLE001
             if self._stop.is_set() or not self.context.ok():
                 return       # shutting down (publishers invalid)
-            log.error(f"physics loop stopped: {exc!r}")
-            raise
+            import traceback
+            log.fatal(f"physics loop failed, shutting down: {exc!r}\n{traceback.format_exc()}")
+            self.failed = True
+            self.context.try_shutdown()     # wakes rclpy.spin in main()
 
     def _image_loop(self):
         r = self._renderer
@@ -380,12 +383,13 @@ def main(args=None):
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except (SceneError, ValueError, FileNotFoundError) as exc:   # configuration errors: message, no traceback
+    except (SceneError, ValueError, FileNotFoundError, RuntimeError) as exc:   # configuration errors: no traceback
         rclpy.logging.get_logger("sim_bridge").fatal(str(exc))
         code = 1
     finally:
         if node is not None:
             node.stop()
+            code = 1 if node.failed else code
             node.destroy_node()
         rclpy.try_shutdown()
     return code

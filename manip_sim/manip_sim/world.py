@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .scene import KIND_OBJECT, Scene
+from .scene import Scene
 from .transforms import invert, matrix_to_pose, pose_matrix, quat_to_matrix
 
 _log = logging.getLogger("manip_sim.world")

@@ -1,0 +1,325 @@
+"""ROS 2 node ``pick_place``: the ``pick_place`` action (manip_msgs/action/PickPlace).
+
+Graph (docs/graph.md): subscribes ``joint_states``; serves the action ``pick_place``; client of the
+``plan_trajectory`` service (manip_msgs/srv/PlanTrajectory), the ``joint_trajectory_controller/
+execute_trajectory`` action (manip_msgs/action/ExecuteTrajectory) and the ``gripper/grasp`` service
+(manip_msgs/srv/Grasp). Each goal first waits (server_timeout) for the three servers and fails with a clear
+message naming the missing one, then runs pick_place_machine.PickPlaceMachine: reachability of the approach
+and grasp poses (tool pointing down, IK of the local robot model) is checked before any motion; feedback per
+step (phase, progress, message); the result carries the phase names and durations (s, node clock, so
+simulated time with use_sim_time). One goal at a time (a second one is rejected while one runs); cancel
+stops the running controller goal and ends the task CANCELED.
+
+Parameters: home_positions (rad, model order; default the demo scene's initial posture [pi, -pi/2, pi/2,
+-pi/2, -pi/2, 0], tool pointing down above the work area), approach_height (0.10 m), grasp_offset (0.03 m:
+tool0 above the object's origin when grasping and releasing), profile ("quintic" | "cubic"),
+velocity_scaling / acceleration_scaling (0.5, free motions), cartesian_velocity_scaling /
+cartesian_acceleration_scaling (0.2, descents and lifts), grasp_max_distance (0 m: the gripper's default),
+server_timeout (10 s), plan_timeout (30 s), execute_timeout_margin (10 s beyond the trajectory duration),
+grasp_timeout (10 s), floor_height (0.0 m: IK solutions with a link below it are skipped), and the robot
+model's urdf_path, robot_description, base_link, tip_link (RobotModelSource).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import rclpy
+from action_msgs.msg import GoalStatus
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rcl_interfaces.msg import ParameterDescriptor
+from sensor_msgs.msg import JointState
+
+from manip_msgs.action import ExecuteTrajectory, PickPlace
+from manip_msgs.srv import Grasp, PlanTrajectory
+
+from manip_core.ros.conversions import matrix_to_pose, pose_to_matrix
+from manip_core.ros.model_source import RobotModelSource
+
+from . import pick_place_machine as ppm
+from .joint_path import PlanningError
+from .planner_node import init_and_signals, spin_until
+from .planning import PATH_CARTESIAN, Planner, PlannerSettings
+
+Result = PickPlace.Result
+Req = PlanTrajectory.Request
+DEFAULT_HOME = [3.141592653589793, -1.5707963267948966, 1.5707963267948966, -1.5707963267948966,
+                -1.5707963267948966, 0.0]
+
+
+class _Wait:
+    """Wait on an rclpy future from a callback thread (MultiThreadedExecutor), with timeout and cancel."""
+
+    def __init__(self, future):
+        self.future = future
+        self._event = threading.Event()
+        future.add_done_callback(lambda _f: self._event.set())
+
+    def wait(self, timeout, cancel=None):
+        """True when done; False on timeout or when cancel() becomes true."""
+        end = time.monotonic() + timeout
+        while not self._event.wait(0.02):
+            if cancel is not None and cancel():
+                return False
+            if time.monotonic() > end:
+                return False
+        return True
+
+
+class PickPlaceNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("pick_place", **kwargs)
+        p = self._param
+        self.home = np.array(p("home_positions", list(DEFAULT_HOME), "home configuration (rad, model order)"),
+                             dtype=float)
+        self.cfg = ppm.MachineConfig(
+            home=self.home,
+            approach_height=p("approach_height", 0.10, "m above the grasp pose (goal's 0)"),
+            grasp_offset=p("grasp_offset", 0.03, "m: tool0 above the object's origin at grasp and release"),
+            profile=p("profile", "quintic", "time scaling: quintic or cubic"),
+            velocity_scaling=p("velocity_scaling", 0.5, "free motions"),
+            acceleration_scaling=p("acceleration_scaling", 0.5, "free motions"),
+            cartesian_velocity_scaling=p("cartesian_velocity_scaling", 0.2, "descents and lifts"),
+            cartesian_acceleration_scaling=p("cartesian_acceleration_scaling", 0.2, "descents and lifts"),
+        )
+        if self.cfg.profile not in ("quintic", "cubic"):
+            raise ValueError(f"profile must be quintic or cubic, got {self.cfg.profile!r}")
+        self.grasp_max_distance = p("grasp_max_distance", 0.0, "m (0: the gripper's default)")
+        self.server_timeout = p("server_timeout", 10.0, "s to wait for each server")
+        self.plan_timeout = p("plan_timeout", 30.0, "s")
+        self.execute_margin = p("execute_timeout_margin", 10.0, "s beyond the trajectory duration")
+        self.grasp_timeout = p("grasp_timeout", 10.0, "s")
+        self.floor_height = p("floor_height", 0.0, "m: IK solutions with a link below are skipped")
+        self._group = ReentrantCallbackGroup()
+        self._lock = threading.Lock()
+        self._joint_state = None
+        self._busy = False
+        self._machine = None
+        self.planner = None
+        self.source = RobotModelSource(self, on_model=self._on_model)
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, 10, callback_group=self._group)
+        self.plan_client = self.create_client(PlanTrajectory, "plan_trajectory", callback_group=self._group)
+        self.grasp_client = self.create_client(Grasp, "gripper/grasp", callback_group=self._group)
+        self.exec_client = ActionClient(self, ExecuteTrajectory, "joint_trajectory_controller/execute_trajectory",
+                                        callback_group=self._group)
+        self.server = ActionServer(self, PickPlace, "pick_place", execute_callback=self._execute,
+                                   goal_callback=self._on_goal, cancel_callback=self._on_cancel,
+                                   callback_group=self._group)
+        self.get_logger().info("pick_place ready")
+
+    def _param(self, name, default, description):
+        if not self.has_parameter(name):
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        v = self.get_parameter(name).value
+        return list(v) if isinstance(default, list) else v
+
+    def _now(self):
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # ------------------------------------------------------------------------------------ inputs
+    def _on_model(self, model, _urdf):
+        if self.home.size != model.dof:
+            self.get_logger().error(f"home_positions has {self.home.size} values, the robot {model.dof} joints")
+        self.planner = Planner(model, PlannerSettings(floor_height=self.floor_height))
+
+    def _on_joint_state(self, msg):
+        with self._lock:
+            self._joint_state = (list(msg.name), list(msg.position))
+
+    def current_joints(self):
+        planner = self.planner
+        with self._lock:
+            js = self._joint_state
+        if planner is None or js is None:
+            return None
+        names, pos = js
+        try:
+            return np.array([pos[names.index(j)] for j in planner.model.joint_names], dtype=float)
+        except (ValueError, IndexError):
+            return None
+
+    # ------------------------------------------------------------------------------------- action
+    def _on_goal(self, _goal):
+        with self._lock:
+            if self._busy:
+                self.get_logger().warning("pick_place goal rejected: another goal is running")
+                return GoalResponse.REJECT
+            self._busy = True
+        return GoalResponse.ACCEPT
+
+    def _on_cancel(self, _handle):
+        m = self._machine
+        if m is not None:
+            m.cancel()
+        return CancelResponse.ACCEPT
+
+    def _execute(self, handle):
+        try:
+            return self._run(handle)
+        finally:
+            with self._lock:
+                self._busy = False
+                self._machine = None
+
+    def _finish(self, handle, code, message, names=(), durations=()):
+        res = Result(error_code=int(code), message=message, phase_names=list(names),
+                     phase_durations=[float(d) for d in durations])
+        if code == Result.SUCCESSFUL:
+            handle.succeed()
+            self.get_logger().info(f"pick_place: {message}")
+        elif code == Result.CANCELED and handle.is_cancel_requested:
+            handle.canceled()
+            self.get_logger().info(f"pick_place: {message}")
+        else:
+            handle.abort()
+            self.get_logger().error(f"pick_place failed ({code}): {message}")
+        return res
+
+    def _pose(self, stamped, what):
+        planner = self.planner
+        frame = stamped.header.frame_id.lstrip("/")
+        if frame not in ("", planner.model.base_link):
+            raise ValueError(f"{what}.header.frame_id '{stamped.header.frame_id}' is not the base frame "
+                             f"'{planner.model.base_link}'")
+        try:
+            return pose_to_matrix(stamped.pose)
+        except ValueError as e:
+            raise ValueError(f"{what}: {e}") from None
+
+    def _run(self, handle):
+        goal = handle.request
+        if self.planner is None:
+            return self._finish(handle, Result.PLANNING_FAILED, "no robot model yet (urdf_path / robot_description "
+                                                                "parameters or the robot_description topic)")
+        if self.home.size != self.planner.model.dof:
+            return self._finish(handle, Result.INVALID_GOAL, "home_positions does not match the robot")
+        try:
+            T_pick = self._pose(goal.pick_pose, "pick_pose")
+            T_place = self._pose(goal.place_pose, "place_pose")
+        except ValueError as e:
+            return self._finish(handle, Result.INVALID_GOAL, str(e))
+        # the three servers, before anything moves
+        waits = ((self.plan_client.wait_for_service, "service 'plan_trajectory' (planner)", Result.PLANNING_FAILED),
+                 (self.exec_client.wait_for_server,
+                  "action 'joint_trajectory_controller/execute_trajectory' (controller)", Result.EXECUTION_FAILED),
+                 (self.grasp_client.wait_for_service, "service 'gripper/grasp' (simulator or gripper driver)",
+                  Result.GRASP_FAILED))
+        for wait, what, code in waits:
+            if not wait(timeout_sec=self.server_timeout):
+                return self._finish(handle, code, f"{what} not available after {self.server_timeout:g} s")
+        if self.current_joints() is None:
+            return self._finish(handle, Result.PLANNING_FAILED, "no joint_states with every joint of the robot")
+
+        def progress(phase, value, text):
+            fb = PickPlace.Feedback(phase=phase, progress=float(value), message=text)
+            handle.publish_feedback(fb)
+
+        machine = ppm.PickPlaceMachine(plan=self._plan, execute=self._execute_trajectory, grasp=self._grasp,
+                                       current_joints=self.current_joints, solve_ik=self._solve_ik, config=self.cfg,
+                                       on_progress=progress, clock=self._now)
+        self._machine = machine
+        if handle.is_cancel_requested:
+            machine.cancel()
+        out = machine.run(ppm.PickPlaceGoal(T_pick, T_place, goal.object_name, goal.approach_height,
+                                            bool(goal.avoid_obstacles)))
+        return self._finish(handle, out.error_code, out.message, out.phase_names, out.phase_durations)
+
+    # ----------------------------------------------------------------------- machine's callables
+    def _solve_ik(self, T, q_near):
+        try:
+            return self.planner.choose_ik(T, np.asarray(q_near, dtype=float)), ""
+        except PlanningError as e:
+            return None, e.message
+
+    def _cancelled(self):
+        m = self._machine
+        return m is not None and m.cancel_requested
+
+    def _plan(self, req):
+        r = Req()
+        r.start_positions = [float(x) for x in req.start]
+        if req.goal_joints is not None:
+            r.goal_type = Req.GOAL_JOINTS
+            r.goal_positions = [float(x) for x in req.goal_joints]
+        else:
+            r.goal_type = Req.GOAL_POSE
+            r.goal_pose.header.frame_id = self.planner.model.base_link
+            r.goal_pose.pose = matrix_to_pose(req.goal_pose)
+        r.path_type = Req.PATH_CARTESIAN if req.path_type == PATH_CARTESIAN else Req.PATH_JOINT
+        r.profile = Req.PROFILE_CUBIC if req.profile == "cubic" else Req.PROFILE_QUINTIC
+        r.velocity_scaling = float(req.velocity_scaling)
+        r.acceleration_scaling = float(req.acceleration_scaling)
+        r.avoid_obstacles = bool(req.avoid_obstacles)
+        w = _Wait(self.plan_client.call_async(r))
+        if not w.wait(self.plan_timeout, self._cancelled):
+            why = "canceled" if self._cancelled() else f"no answer within {self.plan_timeout:g} s"
+            return SimpleNamespace(success=False, error_code=-6, message=f"plan_trajectory: {why}", trajectory=None)
+        resp = w.future.result()
+        return SimpleNamespace(success=resp.success, error_code=resp.error_code.val, message=resp.message,
+                               trajectory=resp.trajectory)
+
+    def _execute_trajectory(self, trajectory):
+        if not trajectory.points:
+            return True, "nothing to do"
+        last = trajectory.points[-1].time_from_start
+        duration = last.sec + 1e-9 * last.nanosec
+        if len(trajectory.points) == 1 or duration == 0.0:
+            return True, "already there"
+        goal = ExecuteTrajectory.Goal(trajectory=trajectory)
+        w = _Wait(self.exec_client.send_goal_async(goal))
+        if not w.wait(self.server_timeout, self._cancelled):
+            return False, "the controller did not answer the goal" if not self._cancelled() else "canceled"
+        gh = w.future.result()
+        if not gh.accepted:
+            return False, "the controller rejected the trajectory"
+        wr = _Wait(gh.get_result_async())
+        if not wr.wait(duration + self.execute_margin, self._cancelled):
+            _Wait(gh.cancel_goal_async()).wait(2.0)
+            if self._cancelled():
+                return False, "canceled"
+            return False, f"no result within {duration + self.execute_margin:.1f} s"
+        result = wr.future.result()
+        if result.status != GoalStatus.STATUS_SUCCEEDED or result.result.error_code != 0:
+            return False, f"controller: {result.result.error_string or 'status ' + str(result.status)}"
+        return True, "done"
+
+    def _grasp(self, attach, name):
+        req = Grasp.Request(attach=bool(attach), object_name=name, max_distance=float(self.grasp_max_distance))
+        w = _Wait(self.grasp_client.call_async(req))
+        if not w.wait(self.grasp_timeout):
+            return False, f"gripper/grasp: no answer within {self.grasp_timeout:g} s", ""
+        resp = w.future.result()
+        return bool(resp.success), resp.message, resp.object_name
+
+
+def main(args=None):
+    stop = init_and_signals(args, "pick_place")
+    node = None
+    code = 0
+    try:
+        node = PickPlaceNode()
+        executor = MultiThreadedExecutor(num_threads=4)
+        executor.add_node(node)
+        spin_until(executor, stop)
+        m = node._machine
+        if m is not None:      # stop a running task before the context goes away
+            m.cancel()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except ValueError as e:
+        rclpy.logging.get_logger("pick_place").fatal(str(e))
+        code = 2
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
