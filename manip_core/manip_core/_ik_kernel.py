@@ -55,7 +55,7 @@ def _rot_log(R, Rt, out):
 @njit(**_JIT)
 def _errors(mf, mi, q, Tt, ws, T, e):
     """Pose at q into T, error [omega; p] into e; returns (position error m, rotation error rad)."""
-    K.fk_into(mf, mi, q, ws, T)
+    K.fk_all_into(mf, mi, q, ws, T)
     rot = _rot_log(T, Tt, e)
     e[3] = Tt[0, 3] - T[0, 3]
     e[4] = Tt[1, 3] - T[1, 3]

@@ -203,14 +203,101 @@ def _vec(ws, nb, k):
 
 
 @njit(**_JIT)
-def fk_into(mf, mi, q, ws, out):
-    """Tip pose (4, 4) in the base frame at q into out, using workspace ws."""
+def fk_all_into(mf, mi, q, ws, out):
+    """Tip pose into out, and every body's relative and absolute pose into ws (for Jacobians after it)."""
     nb = mi[0]
     qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
     to_phys(mf, mi, q, True, qp)
     rel_transforms(mf, mi, qp, ws)
     abs_transforms(mi, ws)
     tip_pose(mf, mi, ws, out)
+
+
+@njit(**_JIT)
+def fk_into(mf, mi, q, ws, out):
+    """Tip pose (4, 4) in the base frame at q into out.
+
+    Walks only the bodies on the tip's path and keeps the running pose (R, p) in registers:
+    R <- R R_X R_joint(q_i), p <- p + R p_X (+ R R_X axis q_i for a prismatic joint); then T_tip = (R, p) T_off.
+    ws holds q_phys when the model has mimic joints.
+    """
+    nb = mi[0]
+    if mi[3] != 0:
+        qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
+        to_phys(mf, mi, q, True, qp)
+    else:
+        qp = q
+    o_path = MI_HEADER + nb * MI_STRIDE
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    p0, p1, p2 = 0.0, 0.0, 0.0
+    for k in range(mi[o_path]):
+        i = mi[o_path + 1 + k]
+        b = i * BODY_STRIDE
+        x = mf[b + O_R:b + O_R + 12]  # R_X row-major, then p_X
+        p0 += r00 * x[9] + r01 * x[10] + r02 * x[11]
+        p1 += r10 * x[9] + r11 * x[10] + r12 * x[11]
+        p2 += r20 * x[9] + r21 * x[10] + r22 * x[11]
+        # B = R R_X
+        b00 = r00 * x[0] + r01 * x[3] + r02 * x[6]
+        b01 = r00 * x[1] + r01 * x[4] + r02 * x[7]
+        b02 = r00 * x[2] + r01 * x[5] + r02 * x[8]
+        b10 = r10 * x[0] + r11 * x[3] + r12 * x[6]
+        b11 = r10 * x[1] + r11 * x[4] + r12 * x[7]
+        b12 = r10 * x[2] + r11 * x[5] + r12 * x[8]
+        b20 = r20 * x[0] + r21 * x[3] + r22 * x[6]
+        b21 = r20 * x[1] + r21 * x[4] + r22 * x[7]
+        b22 = r20 * x[2] + r21 * x[5] + r22 * x[8]
+        qi = qp[i]
+        ax, ay, az = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+            p0 += (b00 * ax + b01 * ay + b02 * az) * qi
+            p1 += (b10 * ax + b11 * ay + b12 * az) * qi
+            p2 += (b20 * ax + b21 * ay + b22 * az) * qi
+            r00, r01, r02, r10, r11, r12, r20, r21, r22 = b00, b01, b02, b10, b11, b12, b20, b21, b22
+            continue
+        c, s = np.cos(qi), np.sin(qi)
+        kind = mi[MI_HEADER + i * MI_STRIDE + 2]
+        if kind == 2:    # about z: columns 0, 1 mix
+            r00, r01, r02 = c * b00 + s * b01, -s * b00 + c * b01, b02
+            r10, r11, r12 = c * b10 + s * b11, -s * b10 + c * b11, b12
+            r20, r21, r22 = c * b20 + s * b21, -s * b20 + c * b21, b22
+        elif kind == 1:  # about y: columns 2, 0 mix
+            r00, r01, r02 = -s * b02 + c * b00, b01, c * b02 + s * b00
+            r10, r11, r12 = -s * b12 + c * b10, b11, c * b12 + s * b10
+            r20, r21, r22 = -s * b22 + c * b20, b21, c * b22 + s * b20
+        elif kind == 0:  # about x: columns 1, 2 mix
+            r00, r01, r02 = b00, c * b01 + s * b02, -s * b01 + c * b02
+            r10, r11, r12 = b10, c * b11 + s * b12, -s * b11 + c * b12
+            r20, r21, r22 = b20, c * b21 + s * b22, -s * b21 + c * b22
+        else:            # Rodrigues about the unit axis
+            t = 1.0 - c
+            j00, j01, j02 = c + t * ax * ax, t * ax * ay - s * az, t * ax * az + s * ay
+            j10, j11, j12 = t * ax * ay + s * az, c + t * ay * ay, t * ay * az - s * ax
+            j20, j21, j22 = t * ax * az - s * ay, t * ay * az + s * ax, c + t * az * az
+            r00, r01, r02 = (b00 * j00 + b01 * j10 + b02 * j20, b00 * j01 + b01 * j11 + b02 * j21,
+                             b00 * j02 + b01 * j12 + b02 * j22)
+            r10, r11, r12 = (b10 * j00 + b11 * j10 + b12 * j20, b10 * j01 + b11 * j11 + b12 * j21,
+                             b10 * j02 + b11 * j12 + b12 * j22)
+            r20, r21, r22 = (b20 * j00 + b21 * j10 + b22 * j20, b20 * j01 + b21 * j11 + b22 * j21,
+                             b20 * j02 + b21 * j12 + b22 * j22)
+    o = _tip_offset(mi)
+    t_ = mf[o:o + 12]
+    out[0, 0] = r00 * t_[0] + r01 * t_[3] + r02 * t_[6]
+    out[0, 1] = r00 * t_[1] + r01 * t_[4] + r02 * t_[7]
+    out[0, 2] = r00 * t_[2] + r01 * t_[5] + r02 * t_[8]
+    out[1, 0] = r10 * t_[0] + r11 * t_[3] + r12 * t_[6]
+    out[1, 1] = r10 * t_[1] + r11 * t_[4] + r12 * t_[7]
+    out[1, 2] = r10 * t_[2] + r11 * t_[5] + r12 * t_[8]
+    out[2, 0] = r20 * t_[0] + r21 * t_[3] + r22 * t_[6]
+    out[2, 1] = r20 * t_[1] + r21 * t_[4] + r22 * t_[7]
+    out[2, 2] = r20 * t_[2] + r21 * t_[5] + r22 * t_[8]
+    out[0, 3] = p0 + r00 * t_[9] + r01 * t_[10] + r02 * t_[11]
+    out[1, 3] = p1 + r10 * t_[9] + r11 * t_[10] + r12 * t_[11]
+    out[2, 3] = p2 + r20 * t_[9] + r21 * t_[10] + r22 * t_[11]
+    out[3, 0] = 0.0
+    out[3, 1] = 0.0
+    out[3, 2] = 0.0
+    out[3, 3] = 1.0
 
 
 @njit(**_SINGLE)

@@ -3,7 +3,8 @@
 Passing two arrays instead of a dozen keeps the cost of a kernel call from Python low (each array argument
 costs about 50 ns to unbox). Layout:
 
-``mi`` (int64): [n_bodies, dof, tip_body, has_map, then per body: parent, joint_type, axis_kind]
+``mi`` (int64): [n_bodies, dof, tip_body, has_map, then per body: parent, joint_type, axis_kind, then the
+length of the tip's path and its bodies from the base side]
 ``mf`` (float64): per body BODY_STRIDE floats (see the O_* offsets), then the tip offset (R row-major 9,
 p 3) in the tip body's frame, then A (n_bodies x dof, row-major) and b (n_bodies) of q_phys = A q + b, then
 the joint lower and upper limits (dof each).

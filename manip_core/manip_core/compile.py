@@ -124,8 +124,16 @@ def compile_tree(tree, base_link=None, tip_link=None):
                 stack.append((j.child, body, Tc))
     nb = len(bodies)
 
-    mi = np.zeros(MI_HEADER + MI_STRIDE * nb, dtype=np.int64)
     tip_body, tip_off = link_frames[tip]
+    tip_path = []
+    b = tip_body
+    while b >= 0:
+        tip_path.append(b)
+        b = bodies[b]["parent"]
+    tip_path = tip_path[::-1]
+    mi = np.zeros(MI_HEADER + MI_STRIDE * nb + 1 + len(tip_path), dtype=np.int64)
+    mi[MI_HEADER + MI_STRIDE * nb] = len(tip_path)
+    mi[MI_HEADER + MI_STRIDE * nb + 1:] = tip_path
     phys_rows = np.array([rows[b["joint"].name][0] for b in bodies])
     phys_off = np.array([rows[b["joint"].name][1] for b in bodies])
     has_map = not (nb == dof and np.array_equal(phys_rows, np.eye(dof)) and not np.any(phys_off))
