@@ -22,7 +22,7 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'stereo_obstacles = manip_perception.stereo_obstacles_node:main',
+            'stereo_obstacles = manip_perception:stereo_obstacles_main',
         ],
     },
 )

@@ -8,18 +8,36 @@ effort limits) and ``joint_trajectory_controller/controller_state`` (manip_msgs/
 tick; serves the action ``joint_trajectory_controller/execute_trajectory`` (manip_msgs/ExecuteTrajectory,
 FollowJointTrajectory semantics).
 
-Parameters: control_law ("computed_torque" | "pd"), rate_hz (250), kp, kd (double arrays, one value or one
-per joint; unset or empty: the law's defaults), state_timeout (0.1 s), path_tolerance.position,
+Parameters: control_law ("computed_torque" | "pd"), rate_hz (250), executor_threads (1), kp, kd (double
+arrays, one value or one per joint; unset or empty: the law's defaults), state_timeout (0.1 s),
+path_tolerance.position,
 path_tolerance.velocity, goal_tolerance.position, goal_tolerance.velocity (double arrays, one value or one
 per joint, 0 = not checked), goal_time_tolerance (s, 0 = no limit), and urdf_path, robot_description,
 base_link, tip_link (manip_core.ros.model_source.RobotModelSource).
 
-Goals: every goal is accepted and then checked; a goal that fails the checks is aborted at once with
-error_code INVALID_GOAL, INVALID_JOINTS or OLD_HEADER_TIMESTAMP and a reason in error_string (the rclpy goal
-response has no field for a reason). A valid goal preempts the running one (aborted, INVALID_GOAL, "preempted
-by a new goal", as ros2_control's controller does), as does a trajectory on the topic. A canceled goal ends
-CANCELED with the robot holding its current position. When joint_states go stale the running goal is aborted
-with PATH_TOLERANCE_VIOLATED (the path can no longer be checked).
+Goals: every goal is accepted, then checked; one that fails the checks ends at once, ABORTED with error_code
+INVALID_GOAL, INVALID_JOINTS or OLD_HEADER_TIMESTAMP and the reason in error_string (rclpy's goal response has
+no field for a reason). A valid goal preempts the running one (ABORTED, INVALID_GOAL, "preempted by a new
+goal", as ros2_control's controller does), as does a trajectory on the topic. A canceled goal ends CANCELED
+(error_code SUCCESSFUL, as ros2_control) with the robot holding its current position. When joint_states go
+stale the running goal is aborted with PATH_TOLERANCE_VIOLATED (the path can no longer be checked). Feedback
+is published by the control tick every 0.05 s of the node clock.
+
+No callback ever waits: the control tick supervises the goal and, when it ends, hands it to the action
+server's execute callback (goal_handle.execute()), which only reports the result. A goal therefore stays in
+status ACCEPTED (not EXECUTING) while it runs. Callback groups: the tick and the two subscriptions share one
+mutually exclusive group, the action server has a reentrant one. The executor is a SingleThreadedExecutor
+by default (executor_threads = 1): on this project's 2-core machines rclpy's MultiThreadedExecutor took 2-4
+times the CPU and, with use_sim_time and a 500 Hz /clock, fired a bare 250 Hz timer only 50-185 times per
+second where the single-threaded one fired it 237-250 times; executor_threads > 1 selects it.
+
+Timing: the control tick is a timer on the node clock (follows use_sim_time). A joint state is stale when the
+node clock is more than state_timeout past its header stamp (its time of receipt when the stamp is zero, or
+more than state_timeout ahead of the node clock, which a use_sim_time mismatch gives; warned once): the
+controller then commands g(q) at the last good position (MODE_STALE_HOLD), and holds the measured position
+when joint_states come back. Before the first joint_states nothing is commanded. SIGINT/SIGTERM end the node
+cleanly: running goals are aborted ("shutting down") and their results sent before the context goes down,
+and the control-period statistics are logged.
 
 The maths lives in trajectory_sampler, control_laws and tolerances (no rclpy).
 """
@@ -37,9 +55,14 @@ import numpy as np
 import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+try:
+    from rclpy.exceptions import ParameterUninitializedException
+except ImportError:  # pragma: no cover (an rclpy without statically typed, uninitialized parameters)
+    class ParameterUninitializedException(Exception):
+        pass
 from rcl_interfaces.msg import ParameterDescriptor
 from builtin_interfaces.msg import Duration as DurationMsg
 from sensor_msgs.msg import JointState
@@ -56,12 +79,10 @@ from .control_laws import CONTROL_LAWS, gravity_hold, make_law
 from .trajectory_sampler import InvalidJoints, InvalidTrajectory, Trajectory, TrajectorySampler, validate
 
 Result = ExecuteTrajectory.Result
-FEEDBACK_PERIOD_S = 0.05  # ~20 Hz
+FEEDBACK_PERIOD_NS = 50_000_000  # ~20 Hz of the node clock
+# With executor_threads > 1 the executor's threads hand the GIL to each other; the default 5 ms switch
+# interval would add up to 5 ms of latency to the control tick whenever another callback runs.
 GIL_SWITCH_INTERVAL_S = 0.0005
-# One thread may wait in a goal's execute callback; the others run the control group and the rest. More
-# threads cost more (rclpy's executor threads compete for the GIL): 6 threads lost a third of the ticks in
-# a measurement on 2 cores where 2 or 3 lost none.
-EXECUTOR_THREADS = 3
 
 
 def _sec(stamp):
@@ -87,16 +108,20 @@ class _Rejected(Exception):
 
 
 class _Goal:
-    """One accepted, valid goal while it runs; the control tick finishes it, the execute callback reports."""
+    """One goal from acceptance to its report. The control tick (or a preemption, a cancel, the stale
+    watchdog, shutdown) finishes it; the action server's execute callback then reports the result."""
 
-    def __init__(self, handle, traj, path_tol, goal_tol, goal_time):
+    def __init__(self, handle, traj=None, path_tol=None, goal_tol=None, goal_time=math.inf):
         self.handle = handle
-        self.id = bytes(handle.goal_id.uuid).hex()[:8]
+        self.key = bytes(handle.goal_id.uuid)
+        self.id = self.key.hex()[:8]
         self.traj = traj
         self.path_tol = path_tol
         self.goal_tol = goal_tol
         self.goal_time = goal_time
-        self.done = threading.Event()
+        self.done = False
+        self.dispatched = False
+        self.cancel_requested = False
         self.code = None
         self.text = ""
         self.canceled = False
@@ -105,10 +130,11 @@ class _Goal:
         self.end = 0.0     # when the trajectory is over
 
     def finish(self, code, text, final_error=None, canceled=False):
-        if self.done.is_set():
+        """Record the outcome once (caller holds the node's lock); False when already finished."""
+        if self.done:
             return False
         self.code, self.text, self.final_error, self.canceled = code, text, final_error, canceled
-        self.done.set()
+        self.done = True
         return True
 
 
@@ -127,11 +153,12 @@ class ControllerNode(Node):
         super().__init__("controller", **kwargs)
         self._lock = threading.Lock()
         self._closing = False
-        self._in_flight = 0
+        self._goals = {}            # goal id -> _Goal, from acceptance until its result is reported
+        self._last_feedback_ns = 0
         self._model = None
         self._law = None
-        self._state = None          # (q, qd, receive time ns) in model order
-        self._prev_js = None        # (q, stamp s) for velocities by finite differences
+        self._state = None          # (q, qd, time of the state ns: header stamp or receipt) in model order
+        self._prev_js = None        # (q, time ns) for velocities by finite differences
         self._js_index = None       # (joint_states names, model, indices of the model's joints)
         self._hold = None           # set point while holding
         self._active = None         # _Active or None
@@ -139,7 +166,6 @@ class ControllerNode(Node):
         self._stale = False
         self._snapshot = None       # last tick: stamp, desired (q, qd, qdd), actual (q, qd), error (e, ed)
         self._warned = set()
-        self._tick_wall = []        # monotonic time of recent ticks (jitter statistics)
         self._tick_stats = [0, 0.0, 0.0, 0.0]  # count, sum dt, sum dt^2, max |dt - period|
 
         self.control_law = self._param("control_law", "computed_torque",
@@ -149,6 +175,11 @@ class ControllerNode(Node):
             raise ValueError(f"parameter control_law must be one of {', '.join(CONTROL_LAWS)}, got "
                              f"'{self.control_law}'")
         self.rate_hz = float(self._param("rate_hz", 250.0, "control rate (Hz) on the node clock"))
+        self.executor_threads = int(self._param("executor_threads", 1,
+                                                "1: SingleThreadedExecutor; more: MultiThreadedExecutor with "
+                                                "this many threads"))
+        if self.executor_threads < 1:
+            raise ValueError(f"parameter executor_threads must be >= 1, got {self.executor_threads}")
         if not (math.isfinite(self.rate_hz) and self.rate_hz > 0.0):
             raise ValueError(f"parameter rate_hz must be > 0, got {self.rate_hz}")
         self.kp = self._array_param("kp", "position gains per joint (computed_torque: 1/s^2, pd: N*m/rad); "
@@ -173,27 +204,29 @@ class ControllerNode(Node):
                                                      "the goal tolerance; 0 = no limit"))
 
         # The control tick and the inputs it reads share one mutually exclusive group (they would only queue
-        # on the lock otherwise); the action server has its own reentrant group, so that an execute callback
-        # waiting for its goal never blocks the tick.
+        # on the lock otherwise); the action server has its own reentrant group. No callback waits.
         self._cb_control = MutuallyExclusiveCallbackGroup()
-        self._cb_inputs = self._cb_control
         self._cb_action = ReentrantCallbackGroup()
         self._effort_pub = self.create_publisher(Float64MultiArray, "effort_controller/commands", 10)
         self._state_pub = self.create_publisher(ControllerState, "joint_trajectory_controller/controller_state",
                                                 10)
         self._js_sub = self.create_subscription(JointState, "joint_states", self._on_joint_states, 10,
-                                                callback_group=self._cb_inputs)
+                                                callback_group=self._cb_control)
         self._traj_sub = self.create_subscription(JointTrajectory, "joint_trajectory_controller/joint_trajectory",
-                                                  self._on_trajectory, 10, callback_group=self._cb_inputs)
+                                                  self._on_trajectory, 10, callback_group=self._cb_control)
         self._action = ActionServer(self, ExecuteTrajectory, "joint_trajectory_controller/execute_trajectory",
-                                    execute_callback=self._execute, goal_callback=lambda _g: GoalResponse.ACCEPT,
-                                    cancel_callback=lambda _g: CancelResponse.ACCEPT,
+                                    execute_callback=self._report_goal,
+                                    goal_callback=lambda _g: GoalResponse.ACCEPT,
+                                    handle_accepted_callback=self._on_goal_accepted,
+                                    cancel_callback=self._on_cancel_request,
                                     callback_group=self._cb_action)
         self._source = RobotModelSource(self, on_model=self._on_model)
         self._period_s = 1.0 / self.rate_hz
         self._timer = self.create_timer(self._period_s, self._tick, callback_group=self._cb_control)
+        executor = ("SingleThreadedExecutor" if self.executor_threads == 1
+                    else f"MultiThreadedExecutor, {self.executor_threads} threads")
         self.get_logger().info(f"controller: {self.control_law} at {self.rate_hz:g} Hz, state_timeout "
-                               f"{self.state_timeout:g} s")
+                               f"{self.state_timeout:g} s, {executor}")
 
     # ------------------------------------------------------------------------------------ parameters
     def _param(self, name, default, description):
@@ -204,7 +237,7 @@ class ControllerNode(Node):
         self.declare_parameter(name, Parameter.Type.DOUBLE_ARRAY, ParameterDescriptor(description=description))
         try:
             value = self.get_parameter(name).value
-        except rclpy.exceptions.ParameterUninitializedException:
+        except ParameterUninitializedException:
             value = None
         return [] if value is None else [float(x) for x in value]
 
@@ -240,14 +273,15 @@ class ControllerNode(Node):
             if not same:
                 self._reset_locked("the robot model changed")
             self._model, self._law, self._default_tol = model, law, defaults
+        self._dispatch_finished()
         self.get_logger().info(f"controlling {n} joints ({', '.join(model.joint_names)}) with {law.name}: "
                                f"kp {np.array2string(law.kp, precision=4)}, kd {np.array2string(law.kd, precision=4)}")
 
     def _reset_locked(self, why):
-        for g in (self._goal, self._active.goal if self._active else None):
-            if g is not None:
-                g.finish(Result.INVALID_GOAL, f"aborted: {why}")
+        for g in self._goals.values():
+            g.finish(Result.INVALID_GOAL, f"aborted: {why}")
         self._state = self._prev_js = self._hold = self._active = self._goal = None
+        self._stale = False
 
     # ----------------------------------------------------------------------------------- inputs
     def _joint_index(self, names, model):
@@ -278,23 +312,32 @@ class ControllerNode(Node):
         if idx is None:
             return
         q = np.asarray(msg.position, dtype=np.float64)[idx]
-        stamp = _sec(msg.header.stamp)
+        # the state's time: its header stamp, or the time of receipt when the publisher leaves it zero or
+        # stamps from another clock (ahead of this node's by more than state_timeout: use_sim_time mismatch)
+        t_state = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        now = self.get_clock().now().nanoseconds
+        if t_state - now > self.state_timeout * 1e9:
+            self._warn_once("js_future", f"joint_states stamped {(t_state - now) * 1e-9:.3f} s ahead of this node's "
+                                         f"clock (use_sim_time set alike on both sides?): using the time of "
+                                         f"receipt")
+            t_state = now
+        elif t_state == 0:
+            t_state = now
         if len(msg.velocity) == n_names:
             qd = np.asarray(msg.velocity, dtype=np.float64)[idx]
         else:
             self._warn_once("js_vel", "joint_states carry no velocities: using finite differences of positions")
             prev = self._prev_js
             qd = np.zeros_like(q)
-            if prev is not None and stamp > prev[1]:
-                qd = (q - prev[0]) / (stamp - prev[1])
+            if prev is not None and t_state > prev[1]:
+                qd = (q - prev[0]) / ((t_state - prev[1]) * 1e-9)
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
             self._warn_once("js_nan", "joint_states hold NaN or inf: ignored")
             return
-        now = self.get_clock().now().nanoseconds
         with self._lock:
             if self._model is model:
-                self._prev_js = (q, stamp)
-                self._state = (q, qd, now)
+                self._prev_js = (q, t_state)
+                self._state = (q, qd, t_state)
 
     def _on_trajectory(self, msg):
         now = self.get_clock().now().nanoseconds
@@ -302,20 +345,24 @@ class ControllerNode(Node):
             if self._model is None or self._state is None:
                 self.get_logger().warning("trajectory rejected: no robot model or joint_states yet")
                 return
-            if not msg.points:
+            empty = not msg.points
+            if empty:
                 self._preempt_locked("preempted by an empty trajectory on the topic")
                 self._active = None
                 self._hold = self._state[0].copy()
-                self.get_logger().info("empty trajectory: stopping at the current position")
-                return
-            try:
-                traj, t0 = self._check_trajectory_locked(msg, now)
-            except _Rejected as r:
-                self.get_logger().warning(f"trajectory rejected: {r.text}")
-                return
-            self._preempt_locked("preempted by a trajectory on the topic")
-            self._active = _Active(traj, t0)
-        self.get_logger().info(f"trajectory accepted (topic): {self._describe(traj, t0, now)}")
+            else:
+                try:
+                    traj, t0 = self._check_trajectory_locked(msg, now)
+                except _Rejected as r:
+                    self.get_logger().warning(f"trajectory rejected: {r.text}")
+                    return
+                self._preempt_locked("preempted by a trajectory on the topic")
+                self._active = _Active(traj, t0)
+        if empty:
+            self.get_logger().info("empty trajectory: stopping at the current position")
+        else:
+            self.get_logger().info(f"trajectory accepted (topic): {self._describe(traj, t0, now)}")
+        self._dispatch_finished()
 
     def _describe(self, traj, t0, now):
         start = "now" if t0 <= now else f"in {(t0 - now) * 1e-9:.3f} s"
@@ -346,27 +393,20 @@ class ControllerNode(Node):
 
     def _preempt_locked(self, why):
         for g in (self._goal, self._active.goal if self._active else None):
-            if g is not None and g.finish(Result.INVALID_GOAL, why):
-                self.get_logger().info(f"goal {g.id} aborted: {why}")
+            if g is not None:
+                g.finish(Result.INVALID_GOAL, why)
         self._goal = None
         if self._active is not None:
             self._active.goal = None
 
     # ------------------------------------------------------------------------------------ action
     def goals_in_flight(self):
-        """Number of execute callbacks that have not returned yet."""
-        return self._in_flight
-
-    def _execute(self, handle):
+        """Goals accepted whose result has not been reported yet."""
         with self._lock:
-            self._in_flight += 1
-        try:
-            return self._execute_goal(handle)
-        finally:
-            with self._lock:
-                self._in_flight -= 1
+            return len(self._goals)
 
-    def _execute_goal(self, handle):
+    def _on_goal_accepted(self, handle):
+        """Check a new goal; a valid one replaces the running trajectory, an invalid one is reported at once."""
         req = handle.request
         now = self.get_clock().now().nanoseconds
         with self._lock:
@@ -382,70 +422,86 @@ class ControllerNode(Node):
                 except tol.ToleranceError as e:
                     raise _Rejected(Result.INVALID_GOAL, str(e)) from None
             except _Rejected as r:
-                goal = None
-                rejected = r
+                goal = _Goal(handle)
+                goal.finish(r.code, r.text)
+                self._goals[goal.key] = goal
+                self.get_logger().warning(f"goal {goal.id} rejected ({_code_name(r.code)}): {r.text}")
             else:
-                rejected = None
                 goal = _Goal(handle, traj, path_tol, goal_tol, goal_time)
+                self._goals[goal.key] = goal
                 self._preempt_locked("preempted by a new goal")
                 self._active = _Active(traj, t0, goal)
-        gid = bytes(handle.goal_id.uuid).hex()[:8]
-        if rejected is not None:
-            self.get_logger().warning(f"goal {gid} rejected ({_code_name(rejected.code)}): {rejected.text}")
-            handle.abort()
-            return Result(error_code=rejected.code, error_string=rejected.text)
-        self.get_logger().info(f"goal {gid} accepted: {self._describe(traj, t0, now)}")
-        while not goal.done.wait(FEEDBACK_PERIOD_S):
-            if self._closing or not self.context.ok():
-                goal.finish(Result.INVALID_GOAL, "the controller is shutting down")
-                break
-            if handle.is_cancel_requested:
-                with self._lock:
-                    if goal.finish(Result.SUCCESSFUL, "canceled; holding the current position", canceled=True):
-                        self._stop_goal_locked(goal)
-                break
-            self._publish_feedback(handle, goal)
-        return self._report(handle, goal)
+                self.get_logger().info(f"goal {goal.id} accepted: {self._describe(traj, t0, now)}")
+        self._dispatch_finished()
+
+    def _on_cancel_request(self, handle):
+        with self._lock:
+            goal = self._goals.get(bytes(handle.goal_id.uuid))
+            if goal is None or goal.done:
+                return CancelResponse.REJECT
+            goal.cancel_requested = True  # the next tick stops it and holds the current position
+        return CancelResponse.ACCEPT
+
+    def _dispatch_finished(self):
+        """Hand every finished goal to the action server's execute callback (once each)."""
+        with self._lock:
+            ready = [g for g in self._goals.values() if g.done and not g.dispatched]
+            for g in ready:
+                g.dispatched = True
+        for g in ready:
+            try:
+                g.handle.execute()
+            except Exception as e:  # the context may be going down
+                if not self._closing:
+                    self.get_logger().error(f"goal {g.id}: could not report the result: {e}")
 
     def _stop_goal_locked(self, goal):
-        """Hold the measured position if ``goal`` still owns the trajectory."""
+        """Hold the measured position if ``goal`` still owns the trajectory (or waits for its goal check)."""
+        owns = (self._active is not None and self._active.goal is goal) or self._goal is goal
         if self._active is not None and self._active.goal is goal:
             self._active = None
-            if self._state is not None:
-                self._hold = self._state[0].copy()
         if self._goal is goal:
             self._goal = None
+        if owns and self._state is not None:
+            self._hold = self._state[0].copy()
 
-    def _report(self, handle, goal):
+    def _report_goal(self, handle):
+        """Execute callback of the action server: sets the terminal state of a finished goal, returns its result."""
+        with self._lock:
+            goal = self._goals.pop(bytes(handle.goal_id.uuid), None)
+            snapshot = self._snapshot
+        if goal is None:  # not ours (cannot happen: every goal goes through _on_goal_accepted)
+            handle.abort()
+            return Result(error_code=Result.INVALID_GOAL, error_string="unknown goal")
         res = Result(error_code=int(goal.code), error_string=goal.text)
         fe = goal.final_error
+        if fe is None and snapshot is not None and goal.traj is not None:
+            fe = snapshot[4]  # errors at the latest tick
         detail = ""
         if fe is not None:
             j = int(np.argmax(np.abs(fe[0])))
             detail = (f"; final errors: max |position| {abs(fe[0][j]):.3g} rad ({goal.traj.joint_names[j]}), "
                       f"max |velocity| {np.max(np.abs(fe[1])):.3g} rad/s")
-        try:
-            if goal.canceled and handle.is_cancel_requested:
-                handle.canceled()
-                self.get_logger().info(f"goal {goal.id} canceled{detail}")
-            elif goal.code == Result.SUCCESSFUL:
-                handle.succeed()
-                self.get_logger().info(f"goal {goal.id} succeeded{detail}")
-            else:
-                handle.abort()
-                self.get_logger().warning(f"goal {goal.id} aborted ({_code_name(goal.code)}): {goal.text}{detail}")
-        except Exception as e:  # the context may be shutting down
-            if not self._closing:
-                self.get_logger().error(f"goal {goal.id}: could not report the result: {e}")
+        log = self.get_logger()
+        if goal.canceled and handle.is_cancel_requested:
+            handle.canceled()
+            log.info(f"goal {goal.id} canceled: holding the current position{detail}")
+        elif goal.code == Result.SUCCESSFUL and not goal.canceled:
+            handle.succeed()
+            log.info(f"goal {goal.id} succeeded{detail}")
+        else:
+            handle.abort()
+            if goal.traj is not None:  # (rejected goals were logged when they arrived)
+                log.warning(f"goal {goal.id} aborted ({_code_name(goal.code)}): {goal.text}{detail}")
         return res
 
-    def _publish_feedback(self, handle, goal):
-        with self._lock:
-            snap = self._snapshot
-            mine = (self._active is not None and self._active.goal is goal) or self._goal is goal
-        if snap is None or not mine:
+    def _feedback_locked(self, now_ns, stamp, t_rel, desired, actual, error):
+        """Feedback of the goal that owns the trajectory, every FEEDBACK_PERIOD_NS of the node clock."""
+        goal = self._active.goal if self._active is not None else self._goal
+        if goal is None or goal.done or now_ns - self._last_feedback_ns < FEEDBACK_PERIOD_NS:
             return
-        stamp, t_rel, (q_d, qd_d, qdd_d), (q, qd), (e, ed) = snap
+        self._last_feedback_ns = now_ns
+        (q_d, qd_d, qdd_d), (q, qd), (e, ed) = desired, actual, error
         fb = ExecuteTrajectory.Feedback()
         fb.header.stamp = stamp
         fb.joint_names = list(goal.traj.joint_names)
@@ -455,15 +511,19 @@ class ControllerNode(Node):
         fb.actual = JointTrajectoryPoint(positions=_floats(q), velocities=_floats(qd), time_from_start=tfs)
         fb.error = JointTrajectoryPoint(positions=_floats(e), velocities=_floats(ed), time_from_start=tfs)
         try:
-            handle.publish_feedback(fb)
-        except Exception:  # goal already finished between the check and the call
+            goal.handle.publish_feedback(fb)
+        except Exception:  # the goal handle is going away
             pass
 
     # -------------------------------------------------------------------------------- control loop
     def _tick(self):
+        self._tick_timing()
+        self._control_step()
+        self._dispatch_finished()
+
+    def _control_step(self):
         now_msg = self.get_clock().now()
         now = now_msg.nanoseconds
-        self._tick_timing()
         with self._lock:
             law, model, state = self._law, self._model, self._state
             if law is None:
@@ -471,10 +531,10 @@ class ControllerNode(Node):
             if state is None:
                 self._warn_once("no_js", "waiting for joint_states (nothing is commanded before the first one)")
                 return
-            q, qd, t_recv = state
+            q, qd, t_state = state
             n = model.dof
             zero = np.zeros(n)
-            age = (now - t_recv) * 1e-9
+            age = (now - t_state) * 1e-9
             if age > self.state_timeout:
                 if not self._stale:
                     self._stale = True
@@ -482,9 +542,8 @@ class ControllerNode(Node):
                                               f"{self.state_timeout:g} s): holding with gravity compensation "
                                               f"at the last position")
                     for g in (self._goal, self._active.goal if self._active else None):
-                        if g is not None and g.finish(Result.PATH_TOLERANCE_VIOLATED,
-                                                      f"joint_states went stale ({age:.3f} s old)"):
-                            self.get_logger().warning(f"goal {g.id} aborted: joint_states went stale")
+                        if g is not None:
+                            g.finish(Result.PATH_TOLERANCE_VIOLATED, f"joint_states went stale ({age:.3f} s old)")
                     self._active = self._goal = None
                     self._hold = q.copy()
                 out = gravity_hold(model, q)
@@ -498,6 +557,11 @@ class ControllerNode(Node):
             if self._hold is None:
                 self._hold = q.copy()  # before the first trajectory: hold the first measured position
                 self.get_logger().info("first joint_states: holding the measured position")
+            for g in list(self._goals.values()):
+                last_errors = self._snapshot[4] if self._snapshot is not None else None
+                if g.cancel_requested and g.finish(Result.SUCCESSFUL, "canceled; holding the current position",
+                                                   last_errors, canceled=True):
+                    self._stop_goal_locked(g)
             mode = ControllerState.MODE_HOLD
             t_rel = 0.0
             desired = None
@@ -578,6 +642,7 @@ class ControllerNode(Node):
             if self.context.ok():
                 raise
         self._snapshot = (stamp, t_rel, desired, actual, error)
+        self._feedback_locked(now_msg.nanoseconds, stamp, t_rel, desired, actual, error)
 
     def _tick_timing(self):
         t = time.monotonic()
@@ -599,16 +664,18 @@ class ControllerNode(Node):
             return "control loop: too few ticks for statistics"
         mean = s1 / n
         std = math.sqrt(max(0.0, s2 / n - mean * mean))
-        return (f"control loop: {n} periods, mean {mean * 1e3:.3f} ms (nominal {self._period_s * 1e3:.3f}), "
-                f"std {std * 1e3:.3f} ms, worst deviation {worst * 1e3:.3f} ms")
+        return (f"control loop (wall clock): {n} periods, mean {mean * 1e3:.3f} ms (nominal "
+                f"{self._period_s * 1e3:.3f} ms of the node clock), std {std * 1e3:.3f} ms, worst deviation "
+                f"{worst * 1e3:.3f} ms")
 
     def close(self):
-        """Stop goals (their execute callbacks return) before the node is destroyed."""
+        """Abort the running goals ("shutting down") and hand them to the action server for their results."""
         self._closing = True
         with self._lock:
-            for g in (self._goal, self._active.goal if self._active else None):
-                if g is not None:
-                    g.finish(Result.INVALID_GOAL, "the controller is shutting down")
+            for g in self._goals.values():
+                g.finish(Result.INVALID_GOAL, "the controller is shutting down")
+            self._active = self._goal = None
+        self._dispatch_finished()
 
 
 def _code_name(code):
@@ -633,9 +700,6 @@ def _init_without_signal_handlers(argv):
 
 
 def main(argv=None):
-    # The executor's threads hand the GIL to each other; the default 5 ms switch interval would add up to
-    # 5 ms of latency to the control tick whenever another callback is running.
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     own_signals = _init_without_signal_handlers(argv)
     stop = threading.Event()
     if own_signals:
@@ -647,7 +711,11 @@ def main(argv=None):
         rclpy.logging.get_logger("controller").fatal(str(e))
         rclpy.try_shutdown()
         return 2
-    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+    if node.executor_threads > 1:
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+        executor = MultiThreadedExecutor(num_threads=node.executor_threads)
+    else:
+        executor = SingleThreadedExecutor()
     executor.add_node(node)
     gc.freeze()  # objects made at start-up are never collected: shorter collector pauses in the loop
     try:
@@ -659,7 +727,7 @@ def main(argv=None):
             deadline = time.monotonic() + 1.0
             while node.goals_in_flight() and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.05)
-            for _ in range(5):
+            for _ in range(10):
                 executor.spin_once(timeout_sec=0.01)
             node.get_logger().info(node.timing_summary())
     except (KeyboardInterrupt, ExternalShutdownException):

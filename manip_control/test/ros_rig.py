@@ -9,6 +9,9 @@ ROS_DOMAIN_ID in 100-200 with discovery limited to localhost, and plays the robo
   use_sim_time): after each step it waits for the controller's tick of that period, so the loop is
   deterministic whatever the load of the machine (tests of behaviour);
 - ``sim_time=False``: wall-clock real time (tests of timing).
+
+Other test runs on the same machine pick domains from the same range: :func:`open_free_domain` listens
+for other nodes before it settles on one.
 """
 import contextlib
 import math
@@ -23,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
-from action_msgs.msg import GoalStatus  # noqa: F401  (re-exported for the tests)
 from builtin_interfaces.msg import Duration, Time
 from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
@@ -69,6 +71,7 @@ class Robot(Node):
         self.states = []                # (wall monotonic time of receipt, ControllerState)
         self.last_tick_ns = -1          # stamp of the latest ControllerState
         self.t_ns = SIM_START_NS        # plant time (sim mode)
+        self.last_js_ns = None          # stamp of the latest joint_states published
         self.js_pub = self.create_publisher(JointState, "joint_states", 10)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10) if sim_time else None
         self.create_subscription(Float64MultiArray, "effort_controller/commands", self._on_effort, 10)
@@ -105,6 +108,7 @@ class Robot(Node):
         msg.position = [0.0] + [float(x) for x in self.q[::-1]]
         msg.velocity = [0.0] + [float(x) for x in self.qd[::-1]]
         self.js_pub.publish(msg)
+        self.last_js_ns = stamp_ns(stamp)
 
     def _step(self):
         with self.lock:
@@ -223,10 +227,29 @@ def quintic_goal(model, q0, q1, T, n_points=4, **fields):
     return goal
 
 
-def _pythonpath():
-    dirs = [str(Path(m.__file__).resolve().parents[1]) for m in (manip_control, manip_core)]
+def _pythonpath(*extra_packages):
+    dirs = [str(Path(m.__file__).resolve().parents[1]) for m in (manip_control, manip_core, *extra_packages)]
     old = os.environ.get("PYTHONPATH", "")
     return os.pathsep.join(dict.fromkeys(dirs + ([old] if old else [])))
+
+
+def open_free_domain(tries=8, listen_s=0.5):
+    """(rclpy Context, domain id): a random ROS_DOMAIN_ID in 100-200 where no other node was seen within
+    listen_s (other test runs on this machine pick from the same range). Sets ROS_DOMAIN_ID and
+    ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST in os.environ (the caller restores them)."""
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    for attempt in range(tries):
+        domain = random.randint(100, 200)
+        os.environ["ROS_DOMAIN_ID"] = str(domain)
+        ctx = rclpy.Context()
+        rclpy.init(context=ctx, domain_id=domain)
+        probe = rclpy.create_node("manip_control_domain_probe", context=ctx)
+        time.sleep(listen_s)
+        others = [n for n in probe.get_node_names() if n != "manip_control_domain_probe"]
+        probe.destroy_node()
+        if not others or attempt == tries - 1:
+            return ctx, domain
+        rclpy.try_shutdown(context=ctx)
 
 
 class Rig:
@@ -241,10 +264,8 @@ class Rig:
 @contextlib.contextmanager
 def running_controller(model, q0, log_dir, sim_time, params=()):
     """Controller subprocess + plant; yields a Rig once the action server is up and the controller ticks."""
-    domain = random.randint(100, 200)
     saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
-    os.environ["ROS_DOMAIN_ID"] = str(domain)
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    ctx, domain = open_free_domain()
     env = dict(os.environ, PYTHONPATH=_pythonpath(), PYTHONUNBUFFERED="1")
     rig = Rig()
     rig.log_path = Path(log_dir) / "controller.log"
@@ -254,12 +275,10 @@ def running_controller(model, q0, log_dir, sim_time, params=()):
         args += ["-p", p]
     old_switch = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)  # the plant thread and the executor thread share this process's GIL
-    ctx = rclpy.Context()
     with open(rig.log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "manip_control.controller_node", "--ros-args", *args],
                                 env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(log_dir))
         rig.proc = proc
-        rclpy.init(context=ctx, domain_id=domain)
         robot = Robot(ctx, model, q0, sim_time)
         rig.robot = robot
         executor = SingleThreadedExecutor(context=ctx)
@@ -291,3 +310,76 @@ def running_controller(model, q0, log_dir, sim_time, params=()):
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+
+
+class Observer(Node):
+    """A test node without a plant: action client, and records of controller_state and joint_states."""
+
+    def __init__(self, context):
+        super().__init__("test_observer", context=context)
+        self.lock = threading.Lock()
+        self.states = []
+        self.joint_states = []
+        self.create_subscription(ControllerState, "joint_trajectory_controller/controller_state",
+                                 lambda m: self._keep(self.states, m), 10)
+        self.create_subscription(JointState, "joint_states", lambda m: self._keep(self.joint_states, m), 10)
+        self.client = ActionClient(self, ExecuteTrajectory, "joint_trajectory_controller/execute_trajectory")
+
+    def _keep(self, lst, msg):
+        with self.lock:
+            lst.append(msg)
+            del lst[:-5000]
+
+    def latest(self):
+        with self.lock:
+            return self.states[-1] if self.states else None
+
+    def mark(self):
+        with self.lock:
+            return len(self.states)
+
+    def states_since(self, mark):
+        with self.lock:
+            return list(self.states[mark:])
+
+
+@contextlib.contextmanager
+def running_nodes(commands, log_dir, extra_packages=()):
+    """Start ``commands`` (argument lists, each logged to log_dir/<index>.log) on a fresh domain and yield
+    (Observer, [Popen]); SIGINT to each at the end."""
+    saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
+    ctx, domain = open_free_domain()
+    env = dict(os.environ, PYTHONPATH=_pythonpath(*extra_packages), PYTHONUNBUFFERED="1")
+    procs, logs = [], []
+    try:
+        for i, cmd in enumerate(commands):
+            log = open(Path(log_dir) / f"{i}.log", "w")
+            logs.append(log)
+            procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(log_dir)))
+        obs = Observer(ctx)
+        executor = SingleThreadedExecutor(context=ctx)
+        executor.add_node(obs)
+        threading.Thread(target=executor.spin, daemon=True).start()
+        try:
+            yield obs, procs
+        finally:
+            executor.shutdown(timeout_sec=1.0)
+            obs.destroy_node()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for log in logs:
+            log.close()
+        rclpy.try_shutdown(context=ctx)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

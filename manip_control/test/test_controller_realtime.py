@@ -11,7 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from manip_msgs.msg import ControllerState
+pytest.importorskip("rclpy")
+pytest.importorskip("manip_msgs.msg")
+
+from manip_msgs.msg import ControllerState  # noqa: E402
 
 Q0 = np.array([0.3, -1.0, 1.2, -1.2, -1.57, 0.2])
 
@@ -40,8 +43,8 @@ def test_control_period_and_hold(rt):
           f"{stale} ticks in MODE_STALE_HOLD")
     # loose: the machine running the tests may be shared (late ticks are skipped by the timer)
     assert abs(np.median(dt) - 0.004) < 0.0004
-    assert dt.mean() < 0.008
-    assert len(dt) > 3.0 / 0.008
+    assert dt.mean() < 0.012
+    assert len(dt) > 3.0 / 0.012
     # holding the first measured position with gravity compensation
     q, _ = robot.state()
     np.testing.assert_allclose(q, Q0, atol=1e-3)
@@ -71,6 +74,6 @@ def test_timing_summary_logged_on_sigterm(rt):
     assert rt.proc.wait(timeout=10) == 0
     log = rt.log()
     assert "Traceback" not in log
-    line = re.search(r"control loop: .*", log)
+    line = re.search(r"control loop \(wall clock\): .*", log)
     assert line, log[-2000:]
     print("\n" + line.group(0))

@@ -81,6 +81,8 @@ def image_to_numpy(msg, copy=True):
             f"image data has {raw.size} bytes, expected step * height = {step} * {h} = {step * h} "
             f"({msg.encoding} {w}x{h})")
     raw = raw.reshape(h, step)[:, :row]
+    if dtype.itemsize > 1 and step != row:
+        raw = np.ascontiguousarray(raw)  # numpy < 1.23 (Ubuntu 22.04) cannot view padded rows as wider items
     big = bool(msg.is_bigendian) and dtype.itemsize > 1
     src = dtype.newbyteorder('>' if big else '<') if dtype.itemsize > 1 else dtype
     arr = raw.view(src).reshape((h, w) if channels == 1 else (h, w, channels))

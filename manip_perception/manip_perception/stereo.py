@@ -206,7 +206,8 @@ class DisparityMatcher:
         self.params = (params or SgbmParams()).validate()
         p = self.params
         area = channels * p.block_size * p.block_size
-        self._matcher = cv2.StereoSGBM.create(
+        create = getattr(cv2, 'StereoSGBM_create', None) or cv2.StereoSGBM.create  # OpenCV 4 and 5
+        self._matcher = create(
             minDisparity=p.min_disparity, numDisparities=p.num_disparities, blockSize=p.block_size,
             P1=p.p1 or 8 * area, P2=p.p2 or 32 * area, disp12MaxDiff=p.disp12_max_diff,
             preFilterCap=p.pre_filter_cap, uniquenessRatio=p.uniqueness_ratio,

@@ -11,6 +11,11 @@ manip_core's RobotModelSource (``urdf_path`` / ``robot_description`` parameters 
 values from ``joint_states``; points near the links are dropped before clustering.
 
 The maths is in image_conversion, stereo, obstacles and pairing (no rclpy there).
+
+Transport: with rmw_fastrtps and its default 512 KiB shared-memory segment, best-effort 640x480 images do
+not reach another process (0 of 40 measured). The publisher of the images (sim_bridge, a bag player) and
+this node (for its disparity and cloud) should run with FASTDDS_DEFAULT_PROFILES_FILE (Fast DDS 3; Humble
+and Jazzy: FASTRTPS_DEFAULT_PROFILES_FILE) set to share/manip_perception/config/fastdds_large_data.xml.
 """
 import math
 import time
@@ -18,7 +23,8 @@ import time
 import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField, RegionOfInterest
@@ -72,7 +78,8 @@ PARAMETERS = {
     'dbscan_min_samples': (6, 'DBSCAN points within eps for a core point'),
     'min_cluster_points': (30, 'clusters with fewer voxels are dropped'),
     'min_cluster_extent': (0.02, 'clusters whose largest box side is smaller are dropped (m)'),
-    'self_filter': (False, 'drop points near the robot links (needs the robot model and joint_states)'),
+    'self_filter': (False, 'drop points near the robot links: needs the robot model (urdf_path, robot_description '
+                           'parameter or topic; its base link must be base_frame) and joint_states; start-up only'),
     'self_filter_radius': (0.1, 'self-filter distance from the link origins and the segments between them (m)'),
     'max_pairing_delay': (0.5, 'an image without a partner of identical stamp is dropped after this (s)'),
     'pairing_buffer_size': (10, 'images kept per side while waiting for a partner'),
@@ -399,23 +406,33 @@ class StereoObstaclesNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)  # installs the SIGINT/SIGTERM handlers that shut the context down
-    node = None
+    node = executor = None
     rc = 0
     try:
+        rclpy.init(args=args)  # installs the SIGINT/SIGTERM handlers that shut the context down
+        # Created at once: an executor created after a signal shut the context down fails noisily in rclpy.
+        executor = SingleThreadedExecutor()
         node = StereoObstaclesNode()
-        rclpy.spin(node)
+        executor.add_node(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except (ValueError, TypeError) as e:  # invalid start-up parameters
+    except (ValueError, TypeError, ParameterException) as e:  # invalid start-up parameters (value or type)
         rclpy.logging.get_logger('stereo_obstacles').fatal(f"invalid parameters: {e}")
         rc = 1
+    except Exception:
+        # A signal that shuts the context down while spin() builds its wait set surfaces as an RCLError
+        # ("the given context is not valid") instead of ExternalShutdownException: still a clean stop.
+        if rclpy.ok():
+            raise
     finally:
         if node is not None:
             summary = node.summary()
             # Destroyed first: after a signal the context is shut down and rosout can no longer publish.
             node.destroy_node()
             rclpy.logging.get_logger('stereo_obstacles').info(f"shut down: {summary}")
+        if executor is not None:
+            executor.shutdown()
         rclpy.try_shutdown()
     return rc
 

@@ -5,9 +5,10 @@ It runs in its own process so that its Fast DDS participant is created with the 
 default profile practically never reaches another process.
 
 Protocol: each stdin line is the path of a pickle {'steps': [...], 'repeat': seconds or None}; a step is
-(key, raw CDR bytes) with key in left, right, left_info, right_info, or ('sleep', seconds). A new line
-replaces the running script; with 'repeat' the script runs again every that many seconds. Prints 'ready'
-once the four topics have a subscriber, and 'ran <n>' after each run. Ends at stdin EOF or SIGINT.
+(key, raw CDR bytes) with key in left, right, left_info, right_info, joint_states (reliable), or
+('sleep', seconds). A new line
+replaces the running script; with 'repeat' the script runs again every that many seconds. Prints
+'ready' once the four stereo topics have a subscriber, and 'ran <n>' after each run. Ends at stdin EOF or SIGINT.
 """
 import pickle
 import sys
@@ -17,17 +18,20 @@ import time
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, Image
+from sensor_msgs.msg import CameraInfo, Image, JointState
 
-TOPICS = {'left': ('stereo/left/image_rect', Image), 'right': ('stereo/right/image_rect', Image),
-          'left_info': ('stereo/left/camera_info', CameraInfo),
-          'right_info': ('stereo/right/camera_info', CameraInfo)}
+SD = qos_profile_sensor_data
+TOPICS = {'left': ('stereo/left/image_rect', Image, SD), 'right': ('stereo/right/image_rect', Image, SD),
+          'left_info': ('stereo/left/camera_info', CameraInfo, SD),
+          'right_info': ('stereo/right/camera_info', CameraInfo, SD),
+          'joint_states': ('joint_states', JointState, 10)}
+STEREO = ('left', 'right', 'left_info', 'right_info')
 
 
 def main():
     rclpy.init()
     node = rclpy.create_node('stereo_feeder')
-    pubs = {k: node.create_publisher(t, topic, qos_profile_sensor_data) for k, (topic, t) in TOPICS.items()}
+    pubs = {k: node.create_publisher(t, topic, qos) for k, (topic, t, qos) in TOPICS.items()}
     state = {'script': None, 'stop': False}
     lock = threading.Lock()
     wake = threading.Event()
@@ -45,7 +49,7 @@ def main():
 
     threading.Thread(target=read_stdin, daemon=True).start()
     try:
-        while not all(p.get_subscription_count() > 0 for p in pubs.values()):
+        while not all(pubs[k].get_subscription_count() > 0 for k in STEREO):
             rclpy.spin_once(node, timeout_sec=0.1)
         print('ready', flush=True)
         runs = 0

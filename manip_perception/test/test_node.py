@@ -17,8 +17,8 @@ import pytest
 import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -31,8 +31,9 @@ TIMEOUT = 40.0
 
 
 def _node_command(gt, *extra):
-    return [sys.executable, '-m', 'manip_perception.stereo_obstacles_node', '--ros-args',
-            '--params-file', str(gt.CAMERA_YAML), *extra]
+    # What the console script stereo_obstacles (setup.py) runs.
+    return [sys.executable, '-c', 'import sys; from manip_perception import stereo_obstacles_main as m; '
+            'sys.exit(m())', '--ros-args', '--params-file', str(gt.CAMERA_YAML), *extra]
 
 
 def _start_node(gt, env, log_path, *extra):
@@ -170,8 +171,9 @@ def ros(gt, tmp_path_factory):
     domain = random.randint(100, 200)
     profile = str(gt.PKG_ROOT / 'config' / 'fastdds_large_data.xml')
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
-               PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0',
-               FASTDDS_DEFAULT_PROFILES_FILE=profile, FASTRTPS_DEFAULT_PROFILES_FILE=profile)
+               PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0', FASTDDS_DEFAULT_PROFILES_FILE=profile)
+    if os.environ.get('ROS_DISTRO') in ('humble', 'jazzy'):  # Fast DDS 2 reads the older name
+        env['FASTRTPS_DEFAULT_PROFILES_FILE'] = profile
     env['PYTHONPATH'] = os.pathsep.join([gt.source_root('manip_perception'), env.get('PYTHONPATH', '')])
     saved = os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE')
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'  # read when the test's context starts
@@ -267,9 +269,8 @@ def test_obstacles_over_dds(ros, scene, record_property):
     assert cloud.width > 100_000 and cloud.point_step == 16
 
     assert proc.poll() is None
-    log = proc.log_path.read_text()
+    log = _wait_for_log(proc, r'frame 1000\.000000123: 3 obstacles')
     totals = [float(x) for x in re.findall(r'total ([0-9.]+) ms', log)]
-    assert totals, log
     record_property('frame_ms', totals[-1])
 
 
@@ -385,6 +386,41 @@ def test_sigint_ends_the_node_cleanly(ros):
     assert re.search(r'shut down: \d+ frames processed', log)
 
 
+def test_self_filter_in_the_node(gt, ros, camera, tmp_path):
+    """self_filter:=true with the UR5 URDF and joint_states: the robot stand-in (rendered at the same joint
+    values) is filtered out, the two objects remain. Runs after the first node was stopped."""
+    from sensor_msgs.msg import JointState
+    h, first, env, _ = ros
+    assert first.poll() is not None
+    model = gt.import_manip_core_model().RobotModel.load('ur5')
+    urdf = gt.REPO / 'manip_core' / 'manip_core' / 'robots' / 'ur5.urdf'
+    env = dict(env, PYTHONPATH=os.pathsep.join([gt.source_root('manip_core'), env['PYTHONPATH']]))
+    proc = _start_node(gt, env, tmp_path / 'self_filter.log', '-p', 'self_filter:=true',
+                       '-p', f'urdf_path:={urdf}', '--log-level', 'stereo_obstacles:=debug')
+    try:
+        _wait_for_log(proc, r'ready.*self-filter on')
+        chain, robot = gt.robot_stand_in(model, gt.ROBOT_Q)
+        objects = [o for o in gt.main_objects() if o.name != 'box_a']
+        sc = gt.render_scene(camera, objects, tmp_path / 'scene', seed=3, extra_bodies=robot)
+        js = JointState(name=list(model.joint_names), position=[float(x) for x in gt.ROBOT_Q])
+        stamp = _stamp(4000)
+        h.feeder.run([('joint_states', js), ('sleep', 0.2)] + _steps(_frame(sc, stamp)), repeat=1.0)
+        found = h.wait_for(stamp)
+        msg = found['obstacles']
+        centers = [np.array([o.center.x, o.center.y, o.center.z]) for o in msg.obstacles]
+        assert len(centers) == len(objects), centers
+        for o in objects:
+            assert min(np.linalg.norm(c - o.expected_center(PLANE_MARGIN)) for c in centers) < TOL, o.name
+        # The frame's debug line comes after the disparity and cloud are published too.
+        log = _wait_for_log(proc, r"frame 4000\.000000000: 2 obstacles.*'self_filtered': \d+")
+        counts = re.search(r"frame 4000\.0+: .*'above_plane': (\d+), 'self_filtered': (\d+)", log)
+        assert int(counts[2]) < int(counts[1])  # the robot's points were removed
+    finally:
+        h.feeder.run([])
+        rc, log = _stop(proc)
+    assert rc == 0 and 'Traceback' not in log, log
+
+
 def test_sigterm_and_sim_time(gt, ros, tmp_path):
     _, _, env, _ = ros
     proc = _start_node(gt, env, tmp_path / 'sigterm.log', '-p', 'use_sim_time:=true')
@@ -401,3 +437,33 @@ def test_invalid_parameters_fail_at_start(gt, ros, tmp_path):
     assert proc.returncode == 1
     assert 'num_disparities must be a positive multiple of 16' in proc.stdout + proc.stderr
     assert 'Traceback' not in proc.stdout + proc.stderr
+
+
+def test_parameters_declared_described_and_validated():
+    """In-process node (own context): every setting is a described parameter; invalid updates are refused."""
+    from rclpy.parameter import Parameter
+
+    from manip_perception.stereo_obstacles_node import PARAMETERS, StereoObstaclesNode
+    ctx = Context()
+    rclpy.init(context=ctx, domain_id=random.randint(100, 200))
+    try:
+        node = StereoObstaclesNode(context=ctx)
+        names = list(PARAMETERS)
+        for d in node.describe_parameters(names):
+            assert d.description, d.name
+        assert node.get_parameter('use_sim_time').value is False  # declared by rclpy, honoured by default
+        assert not node.set_parameters([Parameter('num_disparities', value=100)])[0].successful
+        assert not node.set_parameters([Parameter('workspace_max', value=[1.0, 1.0])])[0].successful
+        assert not node.set_parameters([Parameter('camera_orientation_xyzw', value=[0.0, 0.0, 0.0, 0.0])])[
+            0].successful
+        assert not node.set_parameters([Parameter('dbscan_eps', value=float('nan'))])[0].successful
+        assert not node.set_parameters([Parameter('self_filter', value=True)])[0].successful
+        assert node.config.sgbm.num_disparities == 128
+        assert node.set_parameters([Parameter('num_disparities', value=96),
+                                    Parameter('table_height', value=1)])[0].successful  # int for a float
+        assert node.config.sgbm.num_disparities == 96 and node.config.obstacles.table_height == 1.0
+        assert node.set_parameters([Parameter('camera_position', value=[0, 0, 1])])[0].successful
+        assert node.config.obstacles.camera_position == (0.0, 0.0, 1.0)
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=ctx)

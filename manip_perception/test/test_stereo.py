@@ -154,8 +154,8 @@ def test_unrectified_pair_is_rectified(camera, gt, tmp_path):
     sc = gt.render_scene(camera, objs, tmp_path, right_camera=(eye_r, R_l @ R_rel))
     K = camera.K
     D_left = np.array([-0.06, 0.02, 0.0, 0.0, 0.0])
-    left_raw = _distort(scene_left := sc.left, K, D_left)
-    assert not np.array_equal(left_raw, scene_left)
+    left_raw = _distort(sc.left, K, D_left)
+    assert not np.array_equal(left_raw, sc.left)
     # OpenCV: x_right = R x_left + T.
     R = R_rel.T
     T = -R_rel.T @ np.array([camera.baseline, 0, 0])

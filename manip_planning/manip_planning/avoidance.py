@@ -1,20 +1,22 @@
 """Obstacle-aware joint paths: straight line, potential field or lift-over waypoints, then shortcut and smooth.
 
-``plan_avoiding`` tries, in the order of ``methods`` (default ``METHODS``: straight, potential_field,
-lift_over):
+``plan_avoiding`` tries, in the order of ``methods`` (default ``METHODS``: straight, lift_over,
+potential_field):
 * straight: the straight joint line, when it keeps the clearance;
-* potential_field: gradient descent of potential_field.py (bends the path just enough; solved the demo
-  scene and 23 of 26 randomised harder table-top scenes, taller and wider boxes, with extra spheres);
 * lift_over: tip up (same x, y, orientation) to a height above the obstacles, over to above the goal, down;
   the two "up" poses come from vertical Cartesian lines from the start and from the goal (same IK branch,
-  no jump); the height starts at the highest obstacle top + margin + sphere radius and rises in steps
-  (simple and predictable, but it fails where the arm cannot reach that high above the start or goal).
+  no jump); the height starts at the highest obstacle top + margin + sphere radius and rises in steps.
+  Cheap (0.1-0.5 s) and predictable; it solves the demo scene with the true pillar and also with the larger
+  box that stereo perception reports for it (where the potential field got stuck), but it fails where the
+  arm cannot reach that high above the start or goal;
+* potential_field: gradient descent of potential_field.py (bends the path just enough; solved the demo
+  scene and 23 of 26 randomised harder table-top scenes, several of them beyond the lift-over's reach).
 The raw waypoints are then shortcut (greedy, every straight joint segment checked), smoothed (a C2 cubic
 spline through the remaining waypoints, else a shape-preserving PCHIP, else the polyline with stops at the
 corners) and checked again: the result is the first smoothed path whose clearance, sampled at most
-``check_step`` rad apart, stays at or above the required clearance. Required clearance: the safety margin,
-or less when the start or goal itself is closer (then the path must not come closer than they are).
-Floor (table top): kept at the same clearance, with the same relaxation.
+``check_step`` rad apart, stays at or above the required clearance. Required clearance, per obstacle: the
+safety margin, or less when the start or goal itself is closer to that obstacle (then the path must not come
+closer to it than they are). Floor (table top): kept at the same clearance, with the same relaxation.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from .collision import densify
 from .joint_path import LinePath, PlanningError, SplinePath
 from .potential_field import FieldOptions, potential_field_path
 
-METHODS = ("straight", "potential_field", "lift_over")
+METHODS = ("straight", "lift_over", "potential_field")
 
 
 @dataclass
@@ -52,29 +54,38 @@ class PolylinePath:
 
 
 class Checker:
-    """Clearance of configurations and of joint paths against a scene (with the required clearance)."""
+    """Clearance of configurations and of joint paths against a scene, with a required clearance per
+    obstacle (the safety margin, relaxed by relax_for) and for the floor."""
 
     def __init__(self, arm, scene, safety_margin, check_step=0.01):
         self.arm, self.scene = arm, scene
         self.margin = float(safety_margin)
         self.check_step = float(check_step)
-        self.required = self.margin
+        self.required = np.full(len(scene), self.margin)
         self.required_floor = self.margin
 
     def relax_for(self, *qs):
-        """Lower the requirement to what the given configurations (start, goal) already have."""
+        """Lower each obstacle's requirement to what the given configurations (start, goal) already have."""
         for q in qs:
-            o, f = self.arm.clearance(q, self.scene)
-            self.required = min(self.required, o - 1e-9)
+            c, f = self.clearances(q)
+            self.required = np.minimum(self.required, c - 1e-9)
             self.required_floor = min(self.required_floor, f - 1e-9)
+
+    @property
+    def required_min(self):
+        return float(min(np.min(self.required, initial=self.margin), self.margin))
+
+    def clearances(self, q):
+        """(per-obstacle clearance (M,), floor clearance) of the arm at q (m)."""
+        return self.arm.clearances(q, self.scene)
 
     def configs_ok(self, Q):
         """(ok, min obstacle clearance, min floor clearance) over configurations Q."""
         mo, mf = np.inf, np.inf
         for q in Q:
-            o, f = self.arm.clearance(q, self.scene)
-            mo, mf = min(mo, o), min(mf, f)
-            if o < self.required or f < self.required_floor:
+            c, f = self.clearances(q)
+            mo, mf = min(mo, float(np.min(c, initial=np.inf))), min(mf, f)
+            if np.any(c < self.required) or f < self.required_floor:
                 return False, mo, mf
         return True, mo, mf
 
@@ -138,7 +149,7 @@ def _finish(checker, Q, method, attempts):
     path, kind, mo, mf = smooth(checker, W)
     if path is None:
         raise PlanningError(PlanningError.COLLISION, f"{method}: no smoothing of the path keeps the clearance")
-    return AvoidanceResult(path, W, method, kind, mo, mf, checker.required, attempts)
+    return AvoidanceResult(path, W, method, kind, mo, mf, checker.required_min, attempts)
 
 
 def lift_over_waypoints(model, checker, q_start, q_goal, *, lift_step=0.05, max_lift=0.6, cartesian_options=None):
@@ -193,8 +204,8 @@ def plan_avoiding(model, arm, scene, q_start, q_goal, *, safety_margin=0.03, met
                 path = LinePath(q_start, q_goal)
                 mo, mf = checker.configs_ok(checker.path_samples(path))[1:]
                 attempts.append((method, "ok"))
-                return AvoidanceResult(path, np.array([q_start, q_goal]), method, "line", mo, mf, checker.required,
-                                       attempts)
+                return AvoidanceResult(path, np.array([q_start, q_goal]), method, "line", mo, mf,
+                                       checker.required_min, attempts)
             if method == "lift_over":
                 Q, z = lift_over_waypoints(model, checker, q_start, q_goal, lift_step=lift_step, max_lift=max_lift)
                 res = _finish(checker, Q, method, attempts)
@@ -214,4 +225,4 @@ def plan_avoiding(model, arm, scene, q_start, q_goal, *, safety_margin=0.03, met
             last = e
     why = "; ".join(f"{m}: {r}" for m, r in attempts)
     code = last.code if last is not None and last.code == PlanningError.COLLISION else PlanningError.PLANNING_FAILED
-    raise PlanningError(code, f"no path keeps {checker.required:.3f} m from the obstacles ({why})")
+    raise PlanningError(code, f"no path keeps {checker.required_min:.3f} m from the obstacles ({why})")

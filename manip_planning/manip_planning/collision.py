@@ -104,6 +104,22 @@ class Scene:
             grad[better] = g[np.arange(K), j][better]
         return best, grad
 
+    def per_obstacle(self, P):
+        """Signed distances (K, M) of points P (K, 3) to each obstacle (in the order of ``obstacles``)."""
+        P = np.asarray(P, dtype=np.float64).reshape(-1, 3)
+        out = np.empty((len(P), len(self.obstacles)))
+        for j, o in enumerate(self.obstacles):
+            if o.is_box:
+                A = np.abs(P - o.center) - 0.5 * o.size
+                out[:, j] = np.linalg.norm(np.maximum(A, 0.0), axis=1) + np.minimum(np.max(A, axis=1), 0.0)
+            else:
+                out[:, j] = np.linalg.norm(P - o.center, axis=1) - o.radius
+        return out
+
+    def subset(self, keep):
+        """Scene with the obstacles whose indices are in ``keep`` (same floor)."""
+        return Scene([self.obstacles[i] for i in keep], self.floor_height)
+
     def floor_distances(self, P):
         """Height of each point above the floor (m), inf without a floor."""
         P = np.asarray(P, dtype=np.float64).reshape(-1, 3)
@@ -228,6 +244,17 @@ class ArmSpheres:
         d, _ = scene.distances(C)
         fl = scene.floor_distances(C[self._floor_mask()])
         return float(np.min(d) - self.radius), float(np.min(fl, initial=np.inf) - self.radius)
+
+    def obstacle_clearances(self, q, scene):
+        """Clearance (m) of the arm at q to each obstacle of the scene, (M,)."""
+        return self.clearances(q, scene)[0]
+
+    def clearances(self, q, scene):
+        """(clearance to each obstacle (M,), clearance to the floor) of the arm at q (m; inf: no floor)."""
+        C = self.centers(q)
+        c = (np.min(scene.per_obstacle(C), axis=0) - self.radius) if len(scene) else np.zeros(0)
+        f = float(np.min(scene.floor_distances(C[self._floor_mask()]), initial=np.inf) - self.radius)
+        return c, f
 
     def _floor_mask(self):
         # Spheres of segments whose start moves (not the base column, which stands on the floor).

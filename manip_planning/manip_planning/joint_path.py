@@ -150,7 +150,7 @@ def time_scale(path, profile=ts.QUINTIC, *, velocity_limits, acceleration_limits
     else:
         T = T_min
         fixed = False
-    if T <= 0.0:  # start == goal
+    if T <= 1e-9:  # start == goal (up to rounding of the IK on a zero-length Cartesian line)
         q, _, _ = path.derivatives([0.0])
         z = np.zeros_like(q)
         return Trajectory(np.zeros(1), q, z, z.copy(), list(joint_names), profile)

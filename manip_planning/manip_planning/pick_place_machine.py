@@ -16,6 +16,8 @@ Injected callables:
                  around the pick position, which may be the object itself) is refused before moving
   on_progress(phase, progress 0..1, message) (optional)
   clock() -> seconds (default time.monotonic)
+A failed execution is re-planned from the current joints and retried ``execution_retries`` times (default
+1: transient controller aborts, e.g. joint_states briefly late on a loaded machine).
 Cancel: ``cancel()`` from any thread; checked before every step (an execute callable should also return
 early when ``cancel_requested`` becomes true).
 """
@@ -62,11 +64,13 @@ class MachineConfig:
     home: np.ndarray
     approach_height: float = 0.10       # m above the grasp pose of the tool
     grasp_offset: float = 0.03          # m, tool0 above the object's origin when grasping and placing
+    release_gap: float = 0.005          # m, released this much above the place pose (not pressed into the table)
     profile: str = "quintic"
     velocity_scaling: float = 0.5
     acceleration_scaling: float = 0.5
     cartesian_velocity_scaling: float = 0.2
     cartesian_acceleration_scaling: float = 0.2
+    execution_retries: int = 1          # re-plan from the current joints and retry a failed execution
 
 
 @dataclass
@@ -119,6 +123,7 @@ class PickPlaceMachine:
         self.holding = ""
         self.holding_last = ""
         self.solutions = {}
+        self.retries = []
 
     # ------------------------------------------------------------------------------------------ api
     def cancel(self):
@@ -131,6 +136,7 @@ class PickPlaceMachine:
     def run(self, goal):
         """Run the whole task; returns a PickPlaceOutcome (never raises for task failures)."""
         self._cancel.clear()
+        self.retries = []
         self._names, self._durations = [], []
         self._phase_start = None
         self._done_steps = 0
@@ -149,9 +155,10 @@ class PickPlaceMachine:
                     self._done_steps += 1
                 self._end()
             self._report("done", progress=1.0)
-            return PickPlaceOutcome(SUCCESSFUL, "picked and placed" + (f" '{self.holding_last}'" if
-                                                                          self.holding_last else ""),
-                                    self._names, self._durations)
+            msg = "picked and placed" + (f" '{self.holding_last}'" if self.holding_last else "")
+            if self.retries:
+                msg += f" ({len(self.retries)} execution(s) retried: {'; '.join(self.retries)})"
+            return PickPlaceOutcome(SUCCESSFUL, msg, self._names, self._durations)
         except _Abort as e:
             self._end()
             msg = e.message
@@ -179,8 +186,8 @@ class PickPlaceMachine:
         off = cfg.grasp_offset
         T_pick = tool_down_pose(goal.pick, off)
         T_above_pick = tool_down_pose(goal.pick, off + h)
-        T_place = tool_down_pose(goal.place, off)
-        T_above_place = tool_down_pose(goal.place, off + h)
+        T_place = tool_down_pose(goal.place, off + cfg.release_gap)
+        T_above_place = tool_down_pose(goal.place, off + cfg.release_gap + h)
         q = home
         sol = {}
         for key, T, what in (("above_pick", T_above_pick, "the approach pose above the pick"),
@@ -229,6 +236,17 @@ class PickPlaceMachine:
             raise _Abort(CANCELED, f"canceled during {self.phase}")
 
     def _move(self, kind, target, avoid):
+        for attempt in range(self.config.execution_retries + 1):
+            ok, msg = self._plan_and_execute(kind, target, avoid)
+            if ok:
+                return
+            self.retries.append(f"{self.phase}: {msg}")
+            self._check_cancel()
+        raise _Abort(EXECUTION_FAILED, f"{self.phase}: execution failed: {msg}"
+                     + (f" (after {self.config.execution_retries} re-planned retries)"
+                        if self.config.execution_retries else ""))
+
+    def _plan_and_execute(self, kind, target, avoid):
         cfg = self.config
         q0 = self._current()
         if q0 is None:
@@ -246,11 +264,9 @@ class PickPlaceMachine:
         self._check_cancel()           # a plan interrupted by the cancel is a cancel, not a planning failure
         if not res.success:
             raise _Abort(PLANNING_FAILED, f"{self.phase}: planning failed (error {res.error_code}): {res.message}")
-        self._check_cancel()
         ok, msg = self._execute(res.trajectory)
         self._check_cancel()
-        if not ok:
-            raise _Abort(EXECUTION_FAILED, f"{self.phase}: execution failed: {msg}")
+        return ok, msg
 
     def _do_grasp(self, attach, name):
         ok, msg, obj = self._grasp(attach, name)

@@ -12,12 +12,19 @@ stops the running controller goal and ends the task CANCELED.
 
 Parameters: home_positions (rad, model order; default the demo scene's initial posture [pi, -pi/2, pi/2,
 -pi/2, -pi/2, 0], tool pointing down above the work area), approach_height (0.10 m), grasp_offset (0.03 m:
-tool0 above the object's origin when grasping and releasing), profile ("quintic" | "cubic"),
+tool0 above the object's origin when grasping and releasing), release_gap (0.005 m: the object is released
+this much above its place pose, not pressed into the table), profile ("quintic" | "cubic"),
 velocity_scaling / acceleration_scaling (0.5, free motions), cartesian_velocity_scaling /
-cartesian_acceleration_scaling (0.2, descents and lifts), grasp_max_distance (0 m: the gripper's default),
-server_timeout (10 s), plan_timeout (30 s), execute_timeout_margin (10 s beyond the trajectory duration),
-grasp_timeout (10 s), floor_height (0.0 m: IK solutions with a link below it are skipped), and the robot
-model's urdf_path, robot_description, base_link, tip_link (RobotModelSource).
+cartesian_acceleration_scaling (0.2, descents and lifts), execution_retries (1: a failed execution is
+re-planned from the current joints and retried), goal_position_tolerance (0.02 rad per joint) and
+goal_time_tolerance (2 s) sent with every trajectory (0: the controller's defaults; the held object is not in
+the controller's dynamics model and left ~0.01 rad of steady-state error in a full-graph run),
+settle_timeout (1 s) and settle_tolerance (0.01 rad: after each trajectory, wait until joint_states are this
+close to its last point, so that the next plan starts where the robot is), grasp_max_distance (0 m: the
+gripper's default), server_timeout (10 s, also for the first joint_states), plan_timeout (30 s),
+execute_timeout_margin (10 s beyond the trajectory duration), grasp_timeout (10 s), floor_height (0.0 m:
+IK solutions with a link below it are skipped), and the robot model's urdf_path, robot_description,
+base_link, tip_link (RobotModelSource).
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from sensor_msgs.msg import JointState
 
 from manip_msgs.action import ExecuteTrajectory, PickPlace
+from manip_msgs.msg import JointTolerance
 from manip_msgs.srv import Grasp, PlanTrajectory
 
 from manip_core.ros.conversions import matrix_to_pose, pose_to_matrix
@@ -43,7 +51,7 @@ from manip_core.ros.model_source import RobotModelSource
 
 from . import pick_place_machine as ppm
 from .joint_path import PlanningError
-from .planner_node import init_and_signals, spin_until
+from .planner_node import duration_msg, init_and_signals, spin_until
 from .planning import PATH_CARTESIAN, Planner, PlannerSettings
 
 Result = PickPlace.Result
@@ -81,11 +89,13 @@ class PickPlaceNode(Node):
             home=self.home,
             approach_height=p("approach_height", 0.10, "m above the grasp pose (goal's 0)"),
             grasp_offset=p("grasp_offset", 0.03, "m: tool0 above the object's origin at grasp and release"),
+            release_gap=p("release_gap", 0.005, "m: released this much above the place pose"),
             profile=p("profile", "quintic", "time scaling: quintic or cubic"),
             velocity_scaling=p("velocity_scaling", 0.5, "free motions"),
             acceleration_scaling=p("acceleration_scaling", 0.5, "free motions"),
             cartesian_velocity_scaling=p("cartesian_velocity_scaling", 0.2, "descents and lifts"),
             cartesian_acceleration_scaling=p("cartesian_acceleration_scaling", 0.2, "descents and lifts"),
+            execution_retries=p("execution_retries", 1, "re-plan and retry a failed execution this many times"),
         )
         if self.cfg.profile not in ("quintic", "cubic"):
             raise ValueError(f"profile must be quintic or cubic, got {self.cfg.profile!r}")
@@ -95,6 +105,12 @@ class PickPlaceNode(Node):
         self.execute_margin = p("execute_timeout_margin", 10.0, "s beyond the trajectory duration")
         self.grasp_timeout = p("grasp_timeout", 10.0, "s")
         self.floor_height = p("floor_height", 0.0, "m: IK solutions with a link below are skipped")
+        self.goal_position_tolerance = p("goal_position_tolerance", 0.02,
+                                         "rad per joint sent with every trajectory (0: the controller's default)")
+        self.goal_time_tolerance = p("goal_time_tolerance", 2.0,
+                                     "s after a trajectory's end to reach it (0: the controller's default)")
+        self.settle_timeout = p("settle_timeout", 1.0, "s to wait for joint_states at a trajectory's end")
+        self.settle_tolerance = p("settle_tolerance", 0.01, "rad: joint_states this close to the end count")
         self._group = ReentrantCallbackGroup()
         self._lock = threading.Lock()
         self._joint_state = None
@@ -212,8 +228,12 @@ class PickPlaceNode(Node):
         for wait, what, code in waits:
             if not wait(timeout_sec=self.server_timeout):
                 return self._finish(handle, code, f"{what} not available after {self.server_timeout:g} s")
+        end = time.monotonic() + self.server_timeout
+        while self.current_joints() is None and time.monotonic() < end:
+            time.sleep(0.02)
         if self.current_joints() is None:
-            return self._finish(handle, Result.PLANNING_FAILED, "no joint_states with every joint of the robot")
+            return self._finish(handle, Result.PLANNING_FAILED, f"no joint_states with every joint of the robot "
+                                                                f"within {self.server_timeout:g} s")
 
         def progress(phase, value, text):
             fb = PickPlace.Feedback(phase=phase, progress=float(value), message=text)
@@ -271,6 +291,11 @@ class PickPlaceNode(Node):
         if len(trajectory.points) == 1 or duration == 0.0:
             return True, "already there"
         goal = ExecuteTrajectory.Goal(trajectory=trajectory)
+        if self.goal_position_tolerance > 0:
+            goal.goal_tolerance = [JointTolerance(name=j, position=float(self.goal_position_tolerance))
+                                   for j in trajectory.joint_names]
+        if self.goal_time_tolerance > 0:
+            goal.goal_time_tolerance = duration_msg(self.goal_time_tolerance)
         w = _Wait(self.exec_client.send_goal_async(goal))
         if not w.wait(self.server_timeout, self._cancelled):
             return False, "the controller did not answer the goal" if not self._cancelled() else "canceled"
@@ -286,7 +311,25 @@ class PickPlaceNode(Node):
         result = wr.future.result()
         if result.status != GoalStatus.STATUS_SUCCEEDED or result.result.error_code != 0:
             return False, f"controller: {result.result.error_string or 'status ' + str(result.status)}"
+        self._settle(trajectory)
         return True, "done"
+
+    def _settle(self, trajectory):
+        """Wait (at most settle_timeout) until joint_states report the trajectory's last point within
+        settle_tolerance, so that the next plan starts from where the robot is, not from a joint_states
+        message that left before the motion ended."""
+        names = list(trajectory.joint_names)
+        model_names = self.planner.model.joint_names
+        try:
+            end_q = np.array([trajectory.points[-1].positions[names.index(j)] for j in model_names])
+        except ValueError:
+            return
+        deadline = time.monotonic() + self.settle_timeout
+        while time.monotonic() < deadline:
+            q = self.current_joints()
+            if q is not None and np.max(np.abs(q - end_q)) <= self.settle_tolerance:
+                return
+            time.sleep(0.01)
 
     def _grasp(self, attach, name):
         req = Grasp.Request(attach=bool(attach), object_name=name, max_distance=float(self.grasp_max_distance))

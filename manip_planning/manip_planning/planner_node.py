@@ -11,7 +11,7 @@ Parameters: sample_period (0.02 s, when the request says 0), default_velocity_sc
 default_acceleration_scaling (1.0, when the request says 0), acceleration_limits (rad/s^2, one value or one
 per joint; default [4.0]), safety_margin (0.03 m), influence_distance (0.15 m), link_radius (0.06 m, capsule
 around each link segment), tool_length (0.0 m, extra capsule along the tip z axis), floor_height (0.0 m, the
-table top; NaN: no floor), avoidance_methods (["straight", "potential_field", "lift_over"], tried in order),
+table top; NaN: no floor), avoidance_methods (["straight", "lift_over", "potential_field"], tried in order),
 max_joint_step (0.1 rad, Cartesian jump threshold), obstacle_timeout (0 s: obstacles never expire),
 and the robot model's urdf_path, robot_description, base_link, tip_link (RobotModelSource).
 
@@ -103,7 +103,7 @@ class PlannerNode(Node):
             tool_length=p("tool_length", 0.0, "m: extra capsule from the tip along its z axis (tool, held object)"),
             floor_height=p("floor_height", 0.0, "m: z of the table top the arm must stay above (NaN: none)"),
             avoidance_methods=tuple(p("avoidance_methods", list(METHODS),
-                                      "tried in order: straight, potential_field, lift_over")),
+                                      "tried in order: straight, lift_over, potential_field")),
             max_joint_step=p("max_joint_step", 0.1, "rad: largest joint change between Cartesian samples"),
         )
         self.obstacle_timeout = p("obstacle_timeout", 0.0, "s: ignore obstacles older than this (0: never)")

@@ -17,7 +17,7 @@ import numpy as np
 from . import time_scaling as ts
 from .avoidance import METHODS, PolylinePath, plan_avoiding
 from .cartesian_path import CartesianPath
-from .collision import ArmSpheres, Obstacle, Scene, densify
+from .collision import ArmSpheres, Scene, densify
 from .joint_path import LinePath, PlanningError, Trajectory, concatenate, time_scale
 from .potential_field import FieldOptions
 
@@ -169,8 +169,8 @@ class Planner:
         return sols
 
     def choose_ik(self, T, q_near, scene=None, required=None):
-        """The solution nearest q_near with every link above the floor (and, given a scene, at least
-        ``required`` clearance); raises PlanningError(NO_IK_SOLUTION) with the reason."""
+        """The solution nearest q_near with every link above the floor, preferring (given a scene) one at
+        least ``required`` m from every obstacle; raises PlanningError(NO_IK_SOLUTION) with the reason."""
         sols = self.ik_candidates(T, q_near)
         if not sols:
             reason = self.last_ik_reason or "IK found no solution"
@@ -180,12 +180,31 @@ class Planner:
             raise PlanningError(NO_IK_SOLUTION, f"all {len(sols)} IK solutions of the goal pose put a link below "
                                                 f"the floor (z = {self.floor})")
         if scene is not None and len(scene) and required is not None:
-            clear = [q for q in above if self.arm.clearance(q, scene)[0] >= required]
-            if not clear:
-                raise PlanningError(COLLISION, f"every IK solution of the goal pose is closer than "
-                                               f"{required:.3f} m to an obstacle")
-            return clear[0]
+            clear = [q for q in above if np.all(self.arm.clearances(q, scene)[0] >= required)]
+            if clear:
+                return clear[0]
         return above[0]
+
+    def _min_clearance(self, Q, scene):
+        """(min obstacle clearance, min floor clearance, per-obstacle minima) over configurations Q."""
+        per = np.full(len(scene), np.inf)
+        mf = math.inf
+        for q in Q:
+            c, f = self.arm.clearances(q, scene)
+            per = np.minimum(per, c)
+            mf = min(mf, f)
+        return float(np.min(per, initial=np.inf)), mf, per
+
+    def _check_kept(self, scene, per, q0, q1, what):
+        """COLLISION when the path comes closer to an obstacle than min(margin, start, goal clearance)."""
+        margin = self.s.safety_margin
+        need = np.minimum(np.minimum(self.arm.clearances(q0, scene)[0], self.arm.clearances(q1, scene)[0]), margin)
+        bad = np.nonzero(per < need - 1e-6)[0]
+        if len(bad):
+            j = int(bad[0])
+            raise PlanningError(COLLISION, f"{what} comes {per[j]:.3f} m from obstacle #{j} at "
+                                           f"{np.round(scene.obstacles[j].center, 3).tolist()} (required "
+                                           f"{need[j]:.3f} m, safety margin {margin:.3f} m)")
 
     # ------------------------------------------------------------------------------------------ plan
     def plan(self, req, obstacles=()):
@@ -232,8 +251,8 @@ class Planner:
             traj = concatenate(parts)
             if dur > 0:
                 if dur < traj.duration * (1 - 1e-9):
-                    raise PlanningError(INVALID_INPUT, f"duration {dur:.3f} s is shorter than the {traj.duration:.3f} s "
-                                                       f"this path needs within the limits")
+                    raise PlanningError(INVALID_INPUT, f"duration {dur:.3f} s is shorter than the "
+                                                       f"{traj.duration:.3f} s this path needs within the limits")
                 k = traj.duration / dur
                 traj = concatenate([time_scale(seg, req.profile, duration=p.duration / k, **kw)
                                     for seg, p in zip(path.segments, parts)])
@@ -277,23 +296,15 @@ class Planner:
                                     "the straight tip line from the start reaches the goal pose in another IK "
                                     "branch than goal_positions (joints differ by "
                                     f"{np.max(np.abs(path.q_goal - q1)):.3f} rad); plan to the pose instead")
-            samples = path.q_grid
+            q1 = path.q_goal
             method = "cartesian"
-            if len(scene):
-                mo = min(self.arm.clearance(q, scene)[0] for q in densify(samples, 0.01))
-                details["min_obstacle_distance_path"] = mo
-                if req.avoid_obstacles:
-                    req_c = min(margin, self.arm.clearance(q0, scene)[0], self.arm.clearance(path.q_goal, scene)[0])
-                    if mo < req_c - 1e-9:
-                        raise PlanningError(COLLISION, f"the straight tip line comes {mo:.3f} m from an obstacle "
-                                                       f"(safety margin {margin:.3f} m); a Cartesian line cannot "
-                                                       f"bend around it: plan in joint space with avoid_obstacles")
+            if req.avoid_obstacles and len(scene):
+                per = self._min_clearance(densify(path.q_grid, 0.01), scene)[2]
+                self._check_kept(scene, per, q0, q1, "the straight tip line (a Cartesian line cannot bend around "
+                                                     "obstacles: plan in joint space with avoid_obstacles)")
         else:
             if q1 is None:
-                required = None
-                if req.avoid_obstacles and len(scene):
-                    required = min(margin, self.arm.clearance(q0, scene)[0])
-                q1 = self.choose_ik(goal_T, q0, scene if req.avoid_obstacles else None, required)
+                q1 = self.choose_ik(goal_T, q0, scene if req.avoid_obstacles else None, margin)
             if req.avoid_obstacles and (len(scene) or self.floor is not None):
                 fo = FieldOptions(safety_margin=margin, influence_distance=self.s.influence_distance)
                 av = plan_avoiding(model, self.arm, scene, q0, q1, safety_margin=margin,
@@ -309,20 +320,15 @@ class Planner:
         tips = np.array([model.fk(q)[:3, 3] for q in traj.positions])
         mo, mf = math.inf, math.inf
         if len(scene) or self.floor is not None:
-            dense = densify(traj.positions, 0.01)
-            for q in dense:
-                o, f = self.arm.clearance(q, scene)
-                mo, mf = min(mo, o), min(mf, f)
-        if req.avoid_obstacles and len(scene):
-            req_c = min(margin, self.arm.clearance(q0, scene)[0], self.arm.clearance(traj.positions[-1], scene)[0])
-            if mo < req_c - 1e-6:
-                raise PlanningError(COLLISION, f"the trajectory comes {mo:.3f} m from an obstacle (required "
-                                               f"{req_c:.3f} m)")
+            mo, mf, per = self._min_clearance(densify(traj.positions, 0.01), scene)
+            if req.avoid_obstacles and len(scene):
+                self._check_kept(scene, per, q0, traj.positions[-1], "the trajectory")
         msg = (f"{method} path, {traj.profile}, {traj.duration:.3f} s, {len(traj)} points"
                + (f", min obstacle clearance {mo:.3f} m" if math.isfinite(mo) else ""))
+        if req.avoid_obstacles and len(scene):
+            close = [j for j in range(len(scene)) if min(self.arm.clearances(q0, scene)[0][j],
+                                                         self.arm.clearances(q1, scene)[0][j]) < margin]
+            if close:
+                msg += (f"; {len(close)} obstacle(s) already closer than the margin at the start or goal (a held "
+                        f"object, or the arm itself as perceived): the path keeps at least their clearance there")
         return PlanResult(True, SUCCESS, msg, traj, mo, mf, tips, method, details=details)
-
-
-def obstacles_from_arrays(centers, sizes, radii):
-    """Obstacle list from (N, 3) centres, (N, 3) AABB sizes and (N,) radii (boxes when every size > 0)."""
-    return [Obstacle(c, s, r) for c, s, r in zip(centers, sizes, radii)]

@@ -13,8 +13,10 @@ Configuration space: the joints q. Potential U(q) = U_att(q) + U_rep(q):
 * Sliding term: a sphere whose repulsion opposes the attraction is also pushed along the obstacle surface,
   in the direction of ``slide_direction`` (default up, +z) projected on the tangent plane: objects on a
   table are passed over, which breaks the classic local minimum in front of a wall.
-Descent: normalised steps of ``step`` rad (halved while the direction keeps reversing), clipped to the joint limits. No progress towards the goal for
-``stall_iterations`` steps is a local minimum: a random walk of collision-free steps tries to leave it
+Descent: normalised steps of ``step`` rad (halved while the direction keeps reversing), clipped to the
+joint limits; a step that would go below the safety margin is replaced by its projection on the tangent of
+the closest sphere's clearance (sliding along the margin), else by the repulsion alone. No progress towards
+the goal for ``stall_iterations`` steps is a local minimum: a random walk of collision-free steps tries to leave it
 (randomised potential field, Barraquand & Latombe), at most ``max_escapes`` times, then PlanningError
 (PLANNING_FAILED). The descent's samples are the raw path; avoidance.py shortcuts, smooths and checks it.
 """
@@ -38,9 +40,9 @@ class FieldOptions:
     repulsive_gain: float = 3.0        # push of one sphere at the safety margin / attraction
     slide_gain: float = 1.0            # sliding push / repulsion of the same sphere
     slide_direction: tuple = (0.0, 0.0, 1.0)
-    max_iterations: int = 4000
+    max_iterations: int = 2000
     stall_iterations: int = 40
-    max_escapes: int = 10
+    max_escapes: int = 6
     escape_steps: int = 30
     seed: int = 0
 
@@ -152,7 +154,7 @@ def potential_field_path(arm, scene, q_start, q_goal, lower, upper, options=None
             # Never step below the safety margin (or below where we are, if already closer): then try the
             # step projected onto the tangent of the closest sphere's clearance (slide along the margin), the
             # repulsion alone, shorter steps; else stay (counts as no progress).
-            floor_c = min(o.safety_margin, min(arm.clearance(q, scene)))
+            need = _floors(arm, scene, q, o.safety_margin)
             rep = f - field.last_attraction
             nr = float(np.linalg.norm(rep))
             tries = [d * h]
@@ -167,7 +169,7 @@ def potential_field_path(arm, scene, q_start, q_goal, lower, upper, options=None
             moved = False
             for dq in tries:
                 cand = np.clip(q + dq, lower, upper)
-                if min(arm.clearance(cand, scene)) >= floor_c:
+                if _keeps(arm, scene, cand, need):
                     q, moved = cand, True
                     break
             if moved:
@@ -190,14 +192,24 @@ def potential_field_path(arm, scene, q_start, q_goal, lower, upper, options=None
                         f"({float(np.linalg.norm(goal - q)):.3f} rad left)")
 
 
+def _floors(arm, scene, q, margin):
+    """Per-obstacle and floor clearances a step from q must keep: the margin, or what q has if less."""
+    c, f = arm.clearances(q, scene)
+    return np.minimum(c, margin), min(f, margin)
+
+
+def _keeps(arm, scene, q, need):
+    c, f = arm.clearances(q, scene)
+    return bool(np.all(c >= need[0])) and f >= need[1]
+
+
 def _random_walk(arm, scene, q, lower, upper, o, rng, path):
     """Collision-free random steps (each keeps the safety margin); appended to path; returns the end."""
     for _ in range(o.escape_steps):
         for _try in range(10):
             d = rng.normal(size=q.shape)
             cand = np.clip(q + o.step * d / np.linalg.norm(d), lower, upper)
-            c_obs, c_floor = arm.clearance(cand, scene)
-            if min(c_obs, c_floor) >= o.safety_margin:
+            if _keeps(arm, scene, cand, _floors(arm, scene, q, o.safety_margin)):
                 q = cand
                 path.append(q.copy())
                 break

@@ -46,8 +46,8 @@ def _pythonpath():
 class FakeRobot(Node):
     """Fake controller (action), fake gripper (service) and joint_states."""
 
-    def __init__(self, context, model, q0):
-        super().__init__("fake_robot", context=context)
+    def __init__(self, context, model, q0, namespace):
+        super().__init__("fake_robot", context=context, namespace=namespace)
         self.model = model
         self.q = np.array(q0, dtype=float)
         self.lock = threading.Lock()
@@ -90,22 +90,21 @@ class FakeRobot(Node):
         resp.success, resp.message, resp.object_name = True, "ok", req.object_name or "cube"
         return resp
 
-    def send(self, goal, timeout=60.0, cancel_on_phase=None):
+    def send(self, goal, timeout=60.0, cancel_on_phase=None, client=None):
         self.feedback.clear()
-        sent = {}
 
         def on_fb(msg):
             fb = msg.feedback
             self.feedback.append((fb.phase, fb.progress, fb.message))
-            if cancel_on_phase and fb.phase == cancel_on_phase and "cancel" not in sent:
-                sent["cancel"] = sent["handle"].cancel_goal_async()
 
-        fut = self.client.send_goal_async(goal, feedback_callback=on_fb)
+        fut = (client or self.client).send_goal_async(goal, feedback_callback=on_fb)
         _wait(fut.done, 10.0, "goal response")
         handle = fut.result()
-        sent["handle"] = handle
         assert handle.accepted
         res = handle.get_result_async()
+        if cancel_on_phase:
+            _wait(lambda: any(p == cancel_on_phase for p, _, _ in list(self.feedback)), timeout, cancel_on_phase)
+            handle.cancel_goal_async()
         _wait(res.done, timeout, "pick_place result")
         return res.result()
 
@@ -139,10 +138,13 @@ def _stop(proc):
 @pytest.fixture(scope="module")
 def rig(ur5, demo, tmp_path_factory):
     domain = random.randint(100, 200)
+    # A namespace of our own as well: other test sessions on this machine may draw the same domain.
+    ns = f"/pick_place_test_{os.getpid()}_{random.randint(0, 1_000_000)}"
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                PYTHONPATH=_pythonpath(), PYTHONUNBUFFERED="1")
     logs = tmp_path_factory.mktemp("pick_place")
-    model_args = ["-p", f"urdf_path:={ur5.source}", "-p", "base_link:=base_link", "-p", "tip_link:=tool0"]
+    model_args = ["-r", f"__ns:={ns}", "-p", f"urdf_path:={ur5.source}", "-p", "base_link:=base_link",
+                  "-p", "tip_link:=tool0"]
     planner = _spawn("manip_planning.planner_node", model_args, env, logs / "planner.log")
     node = _spawn("manip_planning.pick_place_node", model_args + ["-p", "server_timeout:=3.0"], env,
                   logs / "pick_place.log")
@@ -150,12 +152,13 @@ def rig(ur5, demo, tmp_path_factory):
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
-    robot = FakeRobot(ctx, ur5, demo.HOME)
+    robot = FakeRobot(ctx, ur5, demo.HOME, ns)
     executor = MultiThreadedExecutor(num_threads=4, context=ctx)
     executor.add_node(robot)
     spin = threading.Thread(target=executor.spin, daemon=True)
     spin.start()
     robot.procs = {"planner": planner, "pick_place": node}
+    robot.domain, robot.ns = domain, ns
     try:
         end = time.monotonic() + 30.0
         while not robot.client.wait_for_server(timeout_sec=0.5):
@@ -199,7 +202,7 @@ def test_pick_and_place(rig, ur5, demo):
     assert len(rig.trajectories) == 7
     tips = [ur5.fk(np.array(t.points[-1].positions))[:3, 3] for t in rig.trajectories]
     assert np.allclose(tips[1], demo.PICK + [0, 0, 0.03], atol=1e-5)     # grasp pose
-    assert np.allclose(tips[4], demo.PLACE + [0, 0, 0.03], atol=1e-5)    # release pose
+    assert np.allclose(tips[4], demo.PLACE + [0, 0, 0.035], atol=1e-5)    # release pose
     assert np.allclose(rig.q, demo.HOME, atol=1e-9)
     phases = [p for p, _, _ in rig.feedback]
     assert [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p] == PHASES
@@ -234,19 +237,34 @@ def test_cancel(rig, demo):
     assert list(res.result.phase_names)[-1] == "ABOVE_PICK"
 
 
-def test_missing_gripper_is_reported(rig, demo):
-    """Last: without the gripper service the goal fails before any motion, naming the missing server."""
-    rig.destroy_service(rig.grasp_srv)
-    rig.trajectories.clear()
-    res = rig.send(_goal(demo.PICK, demo.PLACE), timeout=30.0)
-    assert res.result.error_code == PickPlace.Result.GRASP_FAILED
-    assert "gripper/grasp" in res.result.message and "not available" in res.result.message
-    assert rig.trajectories == []
+def test_missing_servers_are_reported(rig, ur5, demo, tmp_path):
+    """A pick_place node in a namespace without planner, controller or gripper: the goal fails before any
+    motion, naming the missing server."""
+    env = dict(os.environ, ROS_DOMAIN_ID=str(rig.domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               PYTHONPATH=_pythonpath(), PYTHONUNBUFFERED="1")
+    proc = _spawn("manip_planning.pick_place_node",
+                  ["-r", f"__ns:={rig.ns}/lonely", "-p", f"urdf_path:={ur5.source}", "-p", "server_timeout:=1.0"], env,
+                  tmp_path / "lonely.log")
+    client = ActionClient(rig, PickPlace, f"{rig.ns}/lonely/pick_place")
+    try:
+        end = time.monotonic() + 30.0
+        while not client.wait_for_server(timeout_sec=0.5):
+            assert proc.poll() is None, proc.log_path.read_text()[-3000:]
+            assert time.monotonic() < end, "lonely/pick_place not found"
+        rig.trajectories.clear()
+        res = rig.send(_goal(demo.PICK, demo.PLACE), timeout=30.0, client=client)
+        assert res.result.error_code == PickPlace.Result.PLANNING_FAILED
+        assert "plan_trajectory" in res.result.message and "not available" in res.result.message
+        assert rig.trajectories == []
+    finally:
+        client.destroy()
+        _stop(proc)
 
 
 def test_clean_shutdown(rig):
+    """SIGTERM (pick_place) and SIGINT (planner) end the nodes with status 0 and no traceback."""
     for name, p in rig.procs.items():
-        p.send_signal(signal.SIGINT)
+        p.send_signal(signal.SIGTERM if name == "pick_place" else signal.SIGINT)
         assert p.wait(timeout=10) == 0, name
         text = p.log_path.read_text()
         assert "Traceback" not in text, text[-2000:]

@@ -37,8 +37,8 @@ def _pythonpath():
 
 
 class Client(Node):
-    def __init__(self, context):
-        super().__init__("planner_test_client", context=context)
+    def __init__(self, context, namespace):
+        super().__init__("planner_test_client", context=context, namespace=namespace)
         self.cli = self.create_client(PlanTrajectory, "plan_trajectory")
         self.js_pub = self.create_publisher(JointState, "joint_states", 10)
         self.obs_pub = self.create_publisher(ObstacleArray, "obstacles", 10)
@@ -57,18 +57,20 @@ class Client(Node):
 @pytest.fixture(scope="module")
 def node(ur5, tmp_path_factory):
     domain = random.randint(100, 200)
+    # A namespace of our own as well: other test sessions on this machine may draw the same domain.
+    ns = f"/planner_test_{os.getpid()}_{random.randint(0, 1_000_000)}"
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                PYTHONPATH=_pythonpath(), PYTHONUNBUFFERED="1")
     log_path = tmp_path_factory.mktemp("planner") / "planner.log"
     log = open(log_path, "w")
-    proc = subprocess.Popen([sys.executable, "-m", "manip_planning.planner_node", "--ros-args",
+    proc = subprocess.Popen([sys.executable, "-m", "manip_planning.planner_node", "--ros-args", "-r", f"__ns:={ns}",
                              "-p", f"urdf_path:={ur5.source}", "-p", "base_link:=base_link", "-p", "tip_link:=tool0"],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     saved = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
-    client = Client(ctx)
+    client = Client(ctx, ns)
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(client)
     spin = threading.Thread(target=executor.spin, daemon=True)

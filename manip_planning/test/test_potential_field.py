@@ -126,3 +126,22 @@ def test_enclosed_goal_fails_with_a_reason(ur5, scene_demo):
                       field_options=FieldOptions(max_escapes=1, max_iterations=400))
     assert e.value.code in (PLANNING_FAILED, COLLISION)
     assert "straight" in e.value.message and "potential_field" in e.value.message
+
+
+def test_an_obstacle_touching_the_start_does_not_relax_the_others(ur5, scene_demo, demo):
+    """A held object (or the arm itself, as unfiltered perception reports it) overlaps the arm at the start:
+    the path may not go deeper into it than the start is, and the pillar keeps the full margin."""
+    q_a, q_b, _ = scene_demo
+    tip = ur5.fk(q_a)[:3, 3]
+    held = Obstacle(tip - [0, 0, 0.03], [0.04, 0.04, 0.04])         # the cube under the tool
+    pillar = Obstacle(demo.PILLAR_CENTER, demo.PILLAR_SIZE)
+    planner = Planner(ur5, PlannerSettings(safety_margin=MARGIN, link_radius=RADIUS))
+    start_clear = planner.arm.obstacle_clearances(q_a, Scene([held]))[0]
+    assert start_clear < 0.0
+    res = planner.plan(PlanRequest(start=q_a, goal_joints=q_b, avoid_obstacles=True), [held, pillar])
+    assert res.success, res.message
+    assert "already closer than the margin" in res.message
+    Q = demo.interpolate(res.trajectory.positions)
+    assert demo.arm_box_clearance(ur5, Q, demo.PILLAR_CENTER, demo.PILLAR_SIZE) >= MARGIN
+    worst_held = min(planner.arm.obstacle_clearances(q, Scene([held]))[0] for q in Q)
+    assert worst_held >= start_clear - 1e-6
