@@ -250,10 +250,6 @@ def init_ros():
     raise RuntimeError("no free ROS_DOMAIN_ID in 100-200")
 
 
-def free_domain(exclude):
-    return random.choice([d for d in range(100, 201) if d != exclude])
-
-
 def spin_until(executor, cond, timeout, what, procs=()):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -705,26 +701,104 @@ def bench_sim_rtf(procs, label, camera_rate_hz, duration_s):
 
 
 # =========================================================================================== 4. demo
-def bench_demo(procs, timeout_s, domain):
+DEMO_NODES = {"sim_bridge", "model_server", "controller", "stereo_obstacles", "planner", "pick_place",
+              "pick_place_demo"}
+
+
+class DomainWatch:
+    """A second rclpy context on the demo's domain: checks that no node runs there before the demo starts,
+    then, once a second, which nodes are there (a duplicate or foreign node means another graph shares the
+    domain), and every controller_state (largest |position error| at any tick, hold included: the demo's
+    own RMS counts tracking ticks only)."""
+
+    def __init__(self, exclude):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.signals import SignalHandlerOptions
+        from manip_msgs.msg import ControllerState
+        tried = {exclude}
+        for _ in range(8):
+            self.domain = random.choice([d for d in range(100, 201) if d not in tried])
+            tried.add(self.domain)
+            self.ctx = rclpy.Context()
+            rclpy.init(context=self.ctx, domain_id=self.domain, signal_handler_options=SignalHandlerOptions.NO)
+            self.node = rclpy.create_node("bench_demo_watch", context=self.ctx)
+            self.ex = SingleThreadedExecutor(context=self.ctx)
+            self.ex.add_node(self.node)
+            spin_for(self.ex, 1.5)
+            if not self._others():
+                break
+            log(f"ROS_DOMAIN_ID {self.domain} is in use: trying another for the demo")
+            self.close()
+        else:
+            raise RuntimeError("no free ROS_DOMAIN_ID in 100-200 for the demo")
+        self.foreign = {}
+        self.max_nodes = {}
+        self.errors = []          # (stamp s, mode, max |position error|)
+        self.node.create_subscription(ControllerState, "joint_trajectory_controller/controller_state",
+                                      self._on_state, 100)
+
+    def _others(self):
+        return [n for n, _ in self.node.get_node_names_and_namespaces() if n != "bench_demo_watch"]
+
+    def _on_state(self, m):
+        e = np.abs(np.asarray(m.position_errors))
+        self.errors.append((m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, int(m.mode),
+                            float(e.max()) if e.size else 0.0))
+
+    def poll(self, seconds):
+        spin_for(self.ex, seconds)
+        names = self._others()
+        for n in set(names):
+            c = names.count(n)
+            self.max_nodes[n] = max(self.max_nodes.get(n, 0), c)
+            if n not in DEMO_NODES or c > 1:
+                self.foreign[n] = max(self.foreign.get(n, 0), c)
+
+    def close(self):
+        self.node.destroy_node()
+        self.ex.shutdown()
+        self.ctx.try_shutdown()
+
+    def summary(self):
+        E = np.array([e[2] for e in self.errors]) if self.errors else np.zeros(0)
+        tracking = np.array([e[1] == 1 for e in self.errors], dtype=bool)
+        return {"domain": self.domain, "foreign_or_duplicate_nodes": self.foreign,
+                "nodes_seen": self.max_nodes, "controller_states": int(E.size),
+                "max_abs_position_error_rad": float(E.max()) if E.size else None,
+                "max_abs_position_error_tracking_rad": float(E[tracking].max()) if tracking.any() else None,
+                "ticks_error_above_0.1_rad": int(np.sum(E > 0.1)), "ticks_error_above_1_rad": int(np.sum(E > 1.0))}
+
+
+def bench_demo(procs, timeout_s, exclude_domain):
     out = Path(tempfile.mkdtemp(prefix="graph-demo-"))
+    watch = DomainWatch(exclude_domain)
     load_start = load1()
     t0 = time.monotonic()
     env_domain = procs.env.get("ROS_DOMAIN_ID")
-    procs.env["ROS_DOMAIN_ID"] = str(domain)       # its own domain: the bench's node hears none of it
+    procs.env["ROS_DOMAIN_ID"] = str(watch.domain)    # its own domain: the bench's node hears none of it
     try:
         p = procs.start("demo", [sys.executable, "-m", "manip_sim.demo", "--output", str(out)])
     finally:
         procs.env["ROS_DOMAIN_ID"] = env_domain
     try:
-        p.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        log(f"demo still running after {timeout_s:g} s: stopping it")
+        while p.poll() is None and time.monotonic() - t0 < timeout_s:
+            watch.poll(1.0)
+        if p.poll() is None:
+            log(f"demo still running after {timeout_s:g} s: stopping it")
+    finally:
+        watch.close()
     rc = procs.stop(p, sigint_wait=30.0)
     wall = time.monotonic() - t0
     text = Path(p.bench_log).read_text(errors="replace")
     summary = (out / "summary.txt").read_text() if (out / "summary.txt").exists() else ""
     res = {"exit": rc, "process_wall_s": round(wall, 1), "output": str(out), "loadavg_start": load_start,
-           "loadavg_end": load1(), "summary": summary.strip().splitlines()}
+           "loadavg_end": load1(), "summary": summary.strip().splitlines(), "watch": watch.summary()}
+    own = _controller_own_timing(out / "launch.log") if (out / "launch.log").exists() else None
+    res["controller_own_timing"] = own
+    text_launch = (out / "launch.log").read_text(errors="replace") if (out / "launch.log").exists() else ""
+    res["sim_watchdog_trips"] = text_launch.count("watchdog: no joint command")
+    res["controller_stale_events"] = text_launch.count("joint_states are stale")
     if (m := re.search(r"pick-and-place demo: (SUCCESS|FAILURE)", summary)):
         res["outcome"] = m[1]
     if (m := re.search(r"task time: ([\d.]+) s sim, ([\d.]+) s wall; real-time factor ([\d.na]+)", summary)):
@@ -857,7 +931,19 @@ def render(r):
                   f"{_f(d['process_wall_s'], 1)} |", ""]
             if d.get("phases"):
                 L.append("Phases (sim s): " + ", ".join(f"{n} {t:.2f}" for n, t in d["phases"]) + ".")
-                L.append("")
+            w = d.get("watch", {})
+            own = d.get("controller_own_timing")
+            L.append(f"Watched from the demo's domain ({w.get('domain')}): {w.get('controller_states', 0)} "
+                     f"controller states, largest |position error| at any tick {_f(w.get('max_abs_position_error_rad'), 3)} "
+                     f"rad (tracking ticks only: {_f(w.get('max_abs_position_error_tracking_rad'), 3)} rad), "
+                     f"{w.get('ticks_error_above_0.1_rad', 0)} ticks above 0.1 rad, "
+                     f"{w.get('ticks_error_above_1_rad', 0)} above 1 rad; foreign or duplicate nodes: "
+                     f"{w.get('foreign_or_duplicate_nodes') or 'none'}. sim_bridge watchdog trips (no command for "
+                     f"0.2 s): {d.get('sim_watchdog_trips')}; controller stale-state events: "
+                     f"{d.get('controller_stale_events')}."
+                     + (f" Controller's own timing: mean period {own['mean_ms']:.3f} ms (nominal 4), std "
+                        f"{own['std_ms']:.3f} ms, worst deviation {own['worst_deviation_ms']:.1f} ms." if own else ""))
+            L.append("")
     L.append(f"Elapsed {r.get('elapsed_s', float('nan')):.0f} s.")
     return "\n".join(L) + "\n"
 
@@ -905,7 +991,8 @@ def main(argv=None):
     ctrl_s = args.controller_seconds or (4.0 if args.quick else 20.0)
     sim_s = args.sim_seconds or (3.0 if args.quick else 8.0)
 
-    signal.signal(signal.SIGTERM, _raise_interrupted)
+    for sig in (signal.SIGINT, signal.SIGTERM):     # also when started with SIGINT ignored (a script's `&`)
+        signal.signal(sig, _raise_interrupted)
     t_start = time.perf_counter()
     now = _dt.datetime.now()
     results = {"mode": "quick" if args.quick else "full", "timestamp": now.strftime("%Y-%m-%d %H:%M"),
@@ -941,7 +1028,7 @@ def main(argv=None):
                 results["demo"] = {"skipped": "--skip-demo" if args.skip_demo else "--quick"}
             else:
                 log("4/4 demo (1-2 min)")
-                results["demo"] = bench_demo(procs, args.demo_timeout, free_domain(results["domain_id"]))
+                results["demo"] = bench_demo(procs, args.demo_timeout, results["domain_id"])
     except (KeyboardInterrupt, Interrupted) as e:
         log(f"interrupted ({e or 'SIGINT'}): stopping every process this run started")
         code = 130

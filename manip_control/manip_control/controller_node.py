@@ -58,10 +58,11 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.exceptions import ParameterException
 try:
     from rclpy.exceptions import ParameterUninitializedException
 except ImportError:  # pragma: no cover (an rclpy without statically typed, uninitialized parameters)
-    class ParameterUninitializedException(Exception):
+    class ParameterUninitializedException(ParameterException):
         pass
 from rcl_interfaces.msg import ParameterDescriptor
 from builtin_interfaces.msg import Duration as DurationMsg
@@ -707,8 +708,8 @@ def main(argv=None):
             signal.signal(sig, lambda *_: stop.set())
     try:
         node = ControllerNode()
-    except ValueError as e:
-        rclpy.logging.get_logger("controller").fatal(str(e))
+    except (ValueError, ParameterException) as e:  # e.g. rate_hz:=250 (an integer) or control_law:=lqr
+        rclpy.logging.get_logger("controller").fatal(f"{type(e).__name__}: {e}")
         rclpy.try_shutdown()
         return 2
     if node.executor_threads > 1:

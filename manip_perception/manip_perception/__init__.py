@@ -5,21 +5,23 @@ def stereo_obstacles_main(args=None):
     """Console script ``stereo_obstacles``.
 
     Loading the node module (OpenCV, scikit-learn, rclpy) takes about a second. A SIGINT/SIGTERM at any
-    time, that second included, ends the process quietly with exit code 0: these handlers stay installed,
-    rclpy's own handlers (installed by rclpy.init) shut the context down first and then chain to them.
+    time, that second included, ends the process quietly with exit code 0: the handlers installed here stay
+    (rclpy's own, installed by rclpy.init, shut the context down first and then chain to them).
     """
     import signal
     import sys
 
-    received = []
+    state = {'importing': True, 'received': False}
 
     def quiet(signum, frame):
-        received.append(signum)
-        sys.exit(0)
+        state['received'] = True
+        if not state['importing']:  # raising inside an extension module's import would be an ImportError
+            sys.exit(0)
 
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, quiet)
     from .stereo_obstacles_node import main
-    if received:  # a library swallowed the SystemExit of a signal during the imports
+    state['importing'] = False
+    if state['received']:
         return 0
     return main(args)

@@ -184,6 +184,11 @@ class SgbmParams:
     p1: int = 0  # 0: 8 * channels * block_size^2
     p2: int = 0  # 0: 32 * channels * block_size^2
     mode: str = 'sgbm_3way'  # sgbm | hh | sgbm_3way | hh4
+    # Not an SGBM setting: disparities whose block_size x block_size window of the left image has an
+    # intensity standard deviation below this (grey levels) are invalid. SGBM fills texture-less regions
+    # (a white background) by propagating the disparity of their edges along the image rows, which puts
+    # phantom points in the air next to objects; 0 disables the check.
+    texture_threshold: float = 1.5
 
     def validate(self):
         if self.num_disparities <= 0 or self.num_disparities % 16:
@@ -194,6 +199,8 @@ class SgbmParams:
             raise StereoError(f"SGBM mode must be one of {', '.join(_MODES)}, got '{self.mode}'")
         if self.uniqueness_ratio < 0 or self.speckle_window_size < 0 or self.speckle_range < 0:
             raise StereoError("uniqueness_ratio, speckle_window_size and speckle_range must be >= 0")
+        if not self.texture_threshold >= 0:
+            raise StereoError(f"texture_threshold must be >= 0, got {self.texture_threshold}")
         if self.p1 and self.p2 and self.p2 <= self.p1:
             raise StereoError(f"p2 ({self.p2}) must be larger than p1 ({self.p1})")
         return self
@@ -222,7 +229,18 @@ class DisparityMatcher:
         raw = self._matcher.compute(left, right)  # int16, 16 * disparity
         disp = raw.astype(np.float32) * (1.0 / 16.0)
         disp[raw < self.params.min_disparity * 16] = np.nan
+        if self.params.texture_threshold > 0:
+            disp[~self.textured(left)] = np.nan
         return disp
+
+    def textured(self, image):
+        """Mask of the pixels whose block_size window has an intensity std >= texture_threshold."""
+        grey = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+        g = grey.astype(np.float32)
+        win = (max(3, self.params.block_size),) * 2
+        mean = cv2.boxFilter(g, -1, win, borderType=cv2.BORDER_REFLECT)
+        sq = cv2.boxFilter(g * g, -1, win, borderType=cv2.BORDER_REFLECT)
+        return sq - mean * mean >= np.float32(self.params.texture_threshold) ** 2
 
     @property
     def max_disparity(self):

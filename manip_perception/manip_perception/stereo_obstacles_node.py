@@ -61,6 +61,9 @@ PARAMETERS = {
     'sgbm_mode': ('sgbm_3way', 'OpenCV SGBM mode: sgbm_3way (default: fastest here, smallest bias on the table), '
                                'sgbm (5 paths; about -0.2 px bias on the steeply slanted table), hh (full '
                                '8-path, unbiased, about 2.5x slower), hh4'),
+    'texture_threshold': (1.5, 'disparities whose block_size window of the left image has an intensity standard '
+                               'deviation below this (grey levels) are invalid: SGBM smears the disparity of '
+                               'edges into texture-less regions (phantom points in the air); 0 disables it'),
     'max_depth': (3.0, 'points farther than this along the optical axis are dropped (m)'),
     'publish_points': (True, 'publish stereo/points2 (only while it has subscribers)'),
     'voxel_size': (0.01, 'voxel grid cell for downsampling (m)'),
@@ -94,7 +97,8 @@ OBSTACLE_PARAM_NAMES = ('camera_position', 'camera_orientation_xyzw', 'workspace
 SGBM_PARAM_NAMES = {'min_disparity': 'min_disparity', 'num_disparities': 'num_disparities',
                     'block_size': 'block_size', 'uniqueness_ratio': 'uniqueness_ratio',
                     'speckle_window_size': 'speckle_window_size', 'speckle_range': 'speckle_range',
-                    'disp12_max_diff': 'disp12_max_diff', 'sgbm_p1': 'p1', 'sgbm_p2': 'p2', 'sgbm_mode': 'mode'}
+                    'disp12_max_diff': 'disp12_max_diff', 'sgbm_p1': 'p1', 'sgbm_p2': 'p2', 'sgbm_mode': 'mode',
+                    'texture_threshold': 'texture_threshold'}
 RELIABLE = QoSProfile(depth=10)
 
 

@@ -185,12 +185,15 @@ def _texture(path, size, rng, blur=0.0):
     return str(path)
 
 
-def render_scene(camera, objects, tmp_dir, seed=0, right_camera=None, extra_bodies=None):
+def render_scene(camera, objects, tmp_dir, seed=0, right_camera=None, extra_bodies=None,
+                 table_center=(0.0, 0.0), table_half_size=(2.0, 2.0)):
     """Render the pair of ``camera`` looking at a textured table (top at z = 0) and the objects (each given a
     random-noise texture so that SGBM has something to match).
 
     ``right_camera``: optional (eye, rotation) overriding the ideal right camera (for rectification tests).
     ``extra_bodies``: optional callable(client, texture_id) adding more bodies (e.g. a robot stand-in).
+    ``table_center``/``table_half_size``: the table top (x, y); beyond it the renderer's background is a
+    texture-less white.
     """
     import pybullet as pb
     rng = np.random.default_rng(seed)
@@ -200,8 +203,8 @@ def render_scene(camera, objects, tmp_dir, seed=0, right_camera=None, extra_bodi
     try:
         tex_table = pb.loadTexture(_texture(tmp_dir / 'table.png', 1024, rng, 0.7), physicsClientId=cid)
         tex_obj = pb.loadTexture(_texture(tmp_dir / 'object.png', 32, rng), physicsClientId=cid)
-        vis = pb.createVisualShape(pb.GEOM_BOX, halfExtents=[2.0, 2.0, 0.01], physicsClientId=cid)
-        table = pb.createMultiBody(0, -1, vis, basePosition=[0, 0, -0.01], physicsClientId=cid)
+        vis = pb.createVisualShape(pb.GEOM_BOX, halfExtents=[*table_half_size, 0.01], physicsClientId=cid)
+        table = pb.createMultiBody(0, -1, vis, basePosition=[*table_center, -0.01], physicsClientId=cid)
         pb.changeVisualShape(table, -1, textureUniqueId=tex_table, rgbaColor=[1, 1, 1, 1], physicsClientId=cid)
         for o in objects:
             if o.kind == 'box':

@@ -18,7 +18,7 @@ from manip_perception.obstacles import (ObstacleError, ObstacleParams, camera_po
                                         crop_box, describe_clusters, detect_obstacles, fit_support_plane,
                                         quaternion_xyzw_to_matrix, remove_support_plane, self_filter,
                                         transform_points, voxel_downsample)
-from manip_perception.stereo import DisparityMatcher, back_project, disparity_to_depth
+from manip_perception.stereo import DisparityMatcher, SgbmParams, back_project, disparity_to_depth
 
 TOL = 0.03
 
@@ -224,3 +224,21 @@ def test_self_filter_removes_the_robot(camera, gt, tmp_path):
     assert len(det.obstacles) == len(objects), [d.center for d in det.obstacles]
     for o, d, err, _ in match(det.obstacles, objects, params.plane_margin):
         assert err < TOL, o.name
+
+
+def test_no_phantoms_against_a_textureless_background(camera, gt, tmp_path):
+    """The simulator's scene: a 1.2 x 1.4 m table with the renderer's plain white background behind it and a
+    30 cm pillar near its far edge, plus a 4 cm cube. SGBM smears the pillar's disparity along the image rows
+    into the white background (points in the air beside the pillar); the texture check removes them."""
+    objects = [gt.SceneObject('pillar', 'box', np.array([0.45, 0.0, 0.15]), np.array([0.05, 0.05, 0.15])),
+               gt.SceneObject('cube', 'box', np.array([0.45, -0.25, 0.02]), np.array([0.02, 0.02, 0.02]))]
+    sc = gt.render_scene(camera, objects, tmp_path, seed=5, table_center=(0.25, 0.0), table_half_size=(0.6, 0.7))
+    params = params_for(camera)
+    det = detect_obstacles(camera_points(sc), params)
+    assert len(det.obstacles) == len(objects), [(d.center, d.size) for d in det.obstacles]
+    for o, d, err, err_visible in match(det.obstacles, objects, params.plane_margin):
+        assert err < TOL and err_visible < TOL, (o.name, d.center, d.size)
+        assert np.all(d.size <= 2 * o.half_extents + 0.03), (o.name, d.size)
+    # Without the texture check the pillar grows sideways (the test would catch the phantom points).
+    smeared = detect_obstacles(camera_points(sc, DisparityMatcher(SgbmParams(texture_threshold=0))), params)
+    assert max(d.size[0] for d in smeared.obstacles) > 0.2
