@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark of the manip ROS 2 graph, process to process over real DDS.
 
-    .venv/bin/python bench/graph.py               # full run (~4-5 min with the demo, ~2 min with --skip-demo)
-    .venv/bin/python bench/graph.py --quick       # smoke run (~1 min, no demo)
+    .venv/bin/python bench/graph.py               # full run (~2.5 min with the demo, ~1.5 min with --skip-demo)
+    .venv/bin/python bench/graph.py --quick       # smoke run (under 1 min, no demo)
 
 Measures, each on its own small set of node processes (isolated on a random ROS_DOMAIN_ID in 100-200, with
 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST):
@@ -10,11 +10,14 @@ ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST):
 1. model_server: ``compute_ik`` service round trip on reachable UR5 targets (tip tool0) next to the in-process
    ``RobotModel.ik`` of the same targets, and ``compute_fk`` next to ``RobotModel.fk`` (the cost of a service
    call with almost no work in it);
-2. controller (launch/real_robot.launch.xml through manip-launch, wall clock, the bench plays the robot):
-   age of the joint_states message each command was computed from, joint_states -> effort command latency,
-   and the control period's jitter at rate_hz 250;
+2. controller (launch/real_robot.launch.xml through manip-launch): age of the joint_states message each
+   command was computed from, joint_states -> effort command latency and the control period's jitter at
+   rate_hz 250, (a) on the wall clock with the bench playing the robot, (b) in the simulated loop with
+   sim_bridge and use_sim_time;
 3. sim_bridge alone with real_time_factor:=0: physics real-time factor from /clock;
-4. the demo (python -m manip_sim.demo): its real-time factor and summary (``--skip-demo`` leaves it out).
+4. the demo (python -m manip_sim.demo) on its own checked domain: its real-time factor and summary, plus the
+   largest joint position error at any controller tick, watched from a second rclpy context on that domain
+   (``--skip-demo`` leaves it out).
 
 Prints a markdown table and writes it, with a JSON of the raw statistics, to bench/results/ (see
 bench/README.md, "bench/graph.py"). Every process it starts carries a tag in its environment and is

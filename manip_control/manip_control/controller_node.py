@@ -211,7 +211,7 @@ class ControllerNode(Node):
         self._effort_pub = self.create_publisher(Float64MultiArray, "effort_controller/commands", 10)
         self._state_pub = self.create_publisher(ControllerState, "joint_trajectory_controller/controller_state",
                                                 10)
-        self._js_sub = self.create_subscription(JointState, "joint_states", self._on_joint_states, 10,
+        self._js_sub = self.create_subscription(JointState, "joint_states", self._on_joint_states, 1,
                                                 callback_group=self._cb_control)
         self._traj_sub = self.create_subscription(JointTrajectory, "joint_trajectory_controller/joint_trajectory",
                                                   self._on_trajectory, 10, callback_group=self._cb_control)

@@ -50,7 +50,7 @@ from std_msgs.msg import Float64MultiArray
 
 from .camera import RenderProcess, StereoCamera, right_frame_name
 from .scene import SceneError, default_scene_path, load_scene
-from .world import CommandError, World
+from .world import MODE_EFFORT, CommandError, World
 
 # Defaults of the camera parameters: those of manip_sim/config/stereo_camera.yaml.
 CAMERA_DEFAULTS = {
@@ -144,6 +144,7 @@ class SimBridge(Node):
         self._every_objects = max(1, round(rate / p["objects_rate_hz"])) if p["objects_rate_hz"] > 0 else 0
         self._every_camera = max(1, round(rate / p["camera_rate_hz"])) if p["camera_rate_hz"] > 0 else 0
         self._rejected = 0
+        self._lockstep_timeouts = 0
         self._image_stats = {"pairs": 0, "dropped": 0, "latency": [], "render": []}
 
         log = self.get_logger()
@@ -183,6 +184,8 @@ class SimBridge(Node):
             "clock_rate_hz": 0.0,
             "real_time_factor": 1.0,
             "command_timeout": 0.2,
+            "lockstep_max_age": 0.0,
+            "lockstep_max_wait": 0.05,
             "camera_rate_hz": 2.0,
             "objects_rate_hz": 10.0,
             **CAMERA_DEFAULTS,
@@ -191,7 +194,7 @@ class SimBridge(Node):
         for name, default in defaults.items():
             values[name] = self.declare_parameter(name, default).value
         for name in ("physics_rate_hz", "publish_rate_hz", "clock_rate_hz", "real_time_factor", "command_timeout",
-                     "camera_rate_hz", "objects_rate_hz", "stereo_baseline", "horizontal_fov_deg"):
+                     "lockstep_max_age", "lockstep_max_wait", "camera_rate_hz", "objects_rate_hz", "stereo_baseline", "horizontal_fov_deg"):
             values[name] = float(values[name])
         for name in ("camera_position", "camera_orientation_xyzw"):
             values[name] = [float(v) for v in values[name]]
@@ -199,7 +202,8 @@ class SimBridge(Node):
         for name in ("physics_rate_hz", "publish_rate_hz"):
             if not values[name] > 0:
                 raise ValueError(f"parameter {name} must be > 0, got {values[name]}")
-        for name in ("real_time_factor", "command_timeout", "camera_rate_hz", "objects_rate_hz", "clock_rate_hz"):
+        for name in ("real_time_factor", "command_timeout", "camera_rate_hz", "objects_rate_hz", "clock_rate_hz",
+                     "lockstep_max_age", "lockstep_max_wait"):
             if not values[name] >= 0:
                 raise ValueError(f"parameter {name} must be >= 0, got {values[name]}")
         if values["publish_rate_hz"] > values["physics_rate_hz"]:
@@ -264,8 +268,7 @@ class SimBridge(Node):
         w = self.world
         stamp = stamp_from_seconds(w.time)
         k = w.steps
-        if k % self._every_clock == 0:
-            self.pub_clock.publish(Clock(clock=stamp))
+        # joint_states before /clock: a controller whose timer runs on /clock then finds this step's state.
         if k % self._every_joints == 0:
             js = w.joint_state()
             msg = JointState()
@@ -275,6 +278,8 @@ class SimBridge(Node):
             msg.velocity = js.velocities.tolist()
             msg.effort = js.efforts.tolist()
             self.pub_joints.publish(msg)
+        if k % self._every_clock == 0:
+            self.pub_clock.publish(Clock(clock=stamp))
         if self._every_objects and k % self._every_objects == 0:
             msg = SceneObjectArray()
             msg.header.stamp = stamp
@@ -295,6 +300,23 @@ class SimBridge(Node):
             if not self._renderer.request(w.time, w.render_state()):
                 self._image_stats["dropped"] += 1
 
+    def _wait_for_controller(self):
+        """Lockstep (lockstep_max_age > 0): while a controller drives the arm in effort mode and its latest
+        command is older than lockstep_max_age s of simulated time, wait up to lockstep_max_wait s of wall time
+        for a new one before stepping. A starved controller (a loaded machine) then slows the simulation down
+        instead of leaving the arm unactuated, like Gazebo's lockstep; a controller that stopped is still
+        caught by the command_timeout watchdog, since the wait is bounded."""
+        max_age = self._params["lockstep_max_age"]
+        w = self.world
+        if max_age <= 0 or w.mode != MODE_EFFORT:
+            return
+        deadline = time.monotonic() + self._params["lockstep_max_wait"]
+        while w.time - w.last_command_time > max_age and time.monotonic() < deadline and not self._stop.is_set():
+            time.sleep(2e-4)
+            self._drain_inbox()
+        if w.time - w.last_command_time > max_age:
+            self._lockstep_timeouts += 1
+
     def _physics_loop(self):
         w = self.world
         rtf = self._params["real_time_factor"]
@@ -304,6 +326,7 @@ class SimBridge(Node):
         try:
             while not self._stop.is_set():
                 self._drain_inbox()
+                self._wait_for_controller()
                 w.step()
                 self._publish_state()
                 now = time.monotonic()
@@ -318,7 +341,8 @@ class SimBridge(Node):
                     lat = s["latency"][-50:]
                     ren = s["render"][-50:]
                     log.debug(f"real-time factor {(w.time - report_sim) / (now - report_wall):.3f} "
-                              f"(sim {w.time:.2f} s); camera pairs {s['pairs']}, dropped {s['dropped']}"
+                              f"(sim {w.time:.2f} s); lockstep waits that timed out {self._lockstep_timeouts}; "
+                              f"camera pairs {s['pairs']}, dropped {s['dropped']}"
                               + (f", latency {1e3 * np.mean(lat):.0f} ms, render {1e3 * np.mean(ren):.0f} ms"
                                  if lat else ""))
                     report_wall, report_sim = now, w.time

@@ -382,6 +382,11 @@ class World:
         self.mode = MODE_POSITION
         self._last_command_time = self.time
 
+    @property
+    def last_command_time(self):
+        """Simulated time (s) of the latest accepted joint command."""
+        return self._last_command_time
+
     def hold(self):
         """Hold the current position (what the watchdog does)."""
         self._q_target = self.joint_state().positions
