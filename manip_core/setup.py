@@ -10,7 +10,7 @@ setup(
     # The package directory itself is listed explicitly so that it is installed even before it has
     # an __init__.py; find_packages adds any subpackages.
     packages=sorted({package_name, *find_packages(exclude=['test', 'test.*'])}),
-    package_data={package_name: ['robots/*.urdf', 'robots/*.kinematic.json']},
+    package_data={package_name: ['robots/*.urdf', 'robots/*.kinematic.json', 'ros/*.xml']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -14,9 +14,9 @@ The maths is in image_conversion, stereo, obstacles and pairing (no rclpy there)
 
 Transport: with rmw_fastrtps and its default 512 KiB shared-memory segment, few best-effort 640x480 rgb8
 images reach another process (measured here: 7 of 120 at 5 Hz; 120 of 120 with the profile below). The
-publisher of the images (sim_bridge, a bag player) and this node (for its disparity and cloud) should run
-with FASTDDS_DEFAULT_PROFILES_FILE (Fast DDS 3; Humble and Jazzy: FASTRTPS_DEFAULT_PROFILES_FILE) set to
-share/manip_perception/config/fastdds_large_data.xml.
+publisher of the images (sim_bridge, a bag player) and this node (for its disparity and cloud) need the
+large-segment profile; main() applies it (manip_core.ros.transport.use_large_data_profile) unless the user
+set FASTDDS_DEFAULT_PROFILES_FILE / FASTRTPS_DEFAULT_PROFILES_FILE or another middleware.
 """
 import math
 import time
@@ -415,6 +415,8 @@ def main(args=None):
     node = executor = None
     rc = 0
     try:
+        from manip_core.ros.transport import use_large_data_profile
+        use_large_data_profile()  # before the first participant: Fast DDS reads the profile once
         rclpy.init(args=args)  # installs the SIGINT/SIGTERM handlers that shut the context down
         # Created at once: an executor created after a signal shut the context down fails noisily in rclpy.
         executor = SingleThreadedExecutor()

@@ -169,7 +169,8 @@ class Harness:
 @pytest.fixture(scope='module')
 def ros(gt, tmp_path_factory):
     domain = random.randint(100, 200)
-    profile = str(gt.PKG_ROOT / 'config' / 'fastdds_large_data.xml')
+    from manip_core.ros.transport import LARGE_DATA_PROFILE
+    profile = str(LARGE_DATA_PROFILE)
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
                PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0', FASTDDS_DEFAULT_PROFILES_FILE=profile)
     if os.environ.get('ROS_DISTRO') in ('humble', 'jazzy'):  # Fast DDS 2 reads the older name

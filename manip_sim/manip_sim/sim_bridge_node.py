@@ -399,6 +399,8 @@ class SimBridge(Node):
 
 
 def main(args=None):
+    from manip_core.ros.transport import use_large_data_profile
+    use_large_data_profile()  # camera images: must precede the first participant (rclpy.init)
     rclpy.init(args=args)
     node = None
     code = 0

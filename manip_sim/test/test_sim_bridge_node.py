@@ -48,6 +48,7 @@ class Probe:
         self.lock = threading.Lock()
         self.msgs = {k: [] for k in ("joint_states", "clock", "objects", "left", "right", "left_info",
                                      "right_info")}
+        self.totals = {k: 0 for k in self.msgs}  # messages received (the lists keep only the latest)
         n = self.node
 
         def keep(key, limit=400):
@@ -56,6 +57,7 @@ class Probe:
                     lst = self.msgs[key]
                     lst.append((time.monotonic(), msg))
                     del lst[:-limit]
+                    self.totals[key] += 1
             return cb
 
         n.create_subscription(JointState, "joint_states", keep("joint_states"), 10)
@@ -85,8 +87,9 @@ class Probe:
                 raise
 
     def count(self, key):
+        """Messages received on ``key`` since the start."""
         with self.lock:
-            return len(self.msgs[key])
+            return self.totals[key]
 
     def last(self, key):
         with self.lock:
