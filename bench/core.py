@@ -38,6 +38,8 @@ os.environ.setdefault("MANIPULAPY_QUIET", "1")
 import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from results_io import save_results  # noqa: E402
 ROOT = HERE.parent
 try:  # until manip_core is installed (editable), use the source tree
     import manip_core  # noqa: F401
@@ -759,16 +761,7 @@ def main(argv=None):
     table = render(results)
     print(table)
     if not args.no_save:
-        out_dir = HERE / "results"
-        out_dir.mkdir(exist_ok=True)
-        stem = f"core-{now.strftime('%Y%m%d-%H%M')}" + ("-quick" if args.quick else "")
-        (out_dir / f"{stem}.md").write_text(table)
-        (out_dir / f"{stem}.json").write_text(json.dumps(results, indent=1, default=float) + "\n")
-        written = [f"{stem}.md", f"{stem}.json"]
-        if not args.quick:
-            (out_dir / "core-latest.md").write_text(table)
-            written.append("core-latest.md")
-        log(f"wrote {', '.join('bench/results/' + w for w in written)}")
+        log(f"wrote {', '.join(save_results('core', table, results, args.quick, now))}")
     log(f"done in {results['elapsed_s']:.0f} s")
     return 0
 
