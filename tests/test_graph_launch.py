@@ -119,11 +119,11 @@ def test_perception_reports_the_scene_objects(graph):
     for name, (kind, centre, size) in truth.items():
         if kind == SceneObject.KIND_SUPPORT:
             continue
-        # A camera sees the faces turned to it: compare with the centre of the visible part of the box, i.e. the
-        # true centre moved half a size towards the camera along y (the camera looks along +y), top included.
-        visible = centre.copy()
         d = min(np.linalg.norm(c - centre) for c, _ in obstacles)
-        assert d < 0.03 + 0.5 * float(size[1]), f"{name}: nearest perceived obstacle {d:.3f} m from its centre"
+        assert d < 0.03, f"{name}: nearest perceived obstacle {d:.3f} m from its true centre"
+    # and nothing else: every perceived obstacle belongs to a scene object
+    for c, _ in obstacles:
+        assert min(np.linalg.norm(c - t[1]) for t in truth.values()) < 0.03, f"phantom obstacle at {c}"
 
 
 def test_ctrl_c_stops_every_process(graph):
