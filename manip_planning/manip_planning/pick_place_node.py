@@ -33,11 +33,10 @@ import time
 from types import SimpleNamespace
 
 import numpy as np
-import rclpy
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rcl_interfaces.msg import ParameterDescriptor
 from sensor_msgs.msg import JointState
@@ -51,7 +50,7 @@ from manip_core.ros.model_source import RobotModelSource
 
 from . import pick_place_machine as ppm
 from .joint_path import PlanningError
-from .planner_node import duration_msg, init_and_signals, spin_until
+from .planner_node import duration_msg, run_node
 from .planning import PATH_CARTESIAN, Planner, PlannerSettings
 
 Result = PickPlace.Result
@@ -340,28 +339,14 @@ class PickPlaceNode(Node):
         return bool(resp.success), resp.message, resp.object_name
 
 
+def _cancel_task(node):
+    if node._machine is not None:      # stop a running task before the context goes away
+        node._machine.cancel()
+
+
 def main(args=None):
-    stop = init_and_signals(args, "pick_place")
-    node = None
-    code = 0
-    try:
-        node = PickPlaceNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        spin_until(executor, stop)
-        m = node._machine
-        if m is not None:      # stop a running task before the context goes away
-            m.cancel()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ValueError as e:
-        rclpy.logging.get_logger("pick_place").fatal(str(e))
-        code = 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return run_node(args, "pick_place", PickPlaceNode, lambda: MultiThreadedExecutor(num_threads=4),
+                    _cancel_task)
 
 
 if __name__ == "__main__":

@@ -286,30 +286,35 @@ def init_and_signals(args, name):
     return stop
 
 
-def spin_until(executor, stop):
-    while not stop.is_set() and rclpy.ok():
-        executor.spin_once(timeout_sec=0.1)
-
-
-def main(args=None):
-    stop = init_and_signals(args, "planner")
+def run_node(args, name, make_node, make_executor, on_stop=None):
+    """Main loop of a node of this package: init (init_and_signals), spin ``make_node()`` on ``make_executor()``
+    until SIGINT/SIGTERM, call ``on_stop(node)`` while the context is still up, then shut down. A bad
+    parameter (ValueError) is logged as fatal: exit status 2; otherwise 0."""
+    stop = init_and_signals(args, name)
     node = None
     code = 0
     try:
-        node = PlannerNode()
-        executor = SingleThreadedExecutor()
+        node = make_node()
+        executor = make_executor()
         executor.add_node(node)
-        spin_until(executor, stop)
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+        if on_stop is not None:
+            on_stop(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ValueError as e:
-        rclpy.logging.get_logger("planner").fatal(str(e))
+        rclpy.logging.get_logger(name).fatal(str(e))
         code = 2
     finally:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
     return code
+
+
+def main(args=None):
+    return run_node(args, "planner", PlannerNode, SingleThreadedExecutor)
 
 
 if __name__ == "__main__":
