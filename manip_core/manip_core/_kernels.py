@@ -20,11 +20,6 @@ _SINGLE = dict(cache=True, nogil=False, error_model="numpy")
 
 
 @njit(**_JIT)
-def n_bodies(mi):
-    return mi[0]
-
-
-@njit(**_JIT)
 def _tip_offset(mi):
     return mi[0] * BODY_STRIDE
 

@@ -6,8 +6,7 @@ costs about 50 ns to unbox). Layout:
 ``mi`` (int64): [n_bodies, dof, tip_body, has_map, then per body: parent, joint_type, axis_kind, then the
 length of the tip's path and its bodies from the base side]
 ``mf`` (float64): per body BODY_STRIDE floats (see the O_* offsets), then the tip offset (R row-major 9,
-p 3) in the tip body's frame, then A (n_bodies x dof, row-major) and b (n_bodies) of q_phys = A q + b, then
-the joint lower and upper limits (dof each).
+p 3) in the tip body's frame, then A (n_bodies x dof, row-major) and b (n_bodies) of q_phys = A q + b.
 
 Per body i: R_X, p_X: pose of joint i's frame in the parent body's frame at q = 0; axis: unit joint axis in
 that frame; mass m (kg), h = m * c (kg*m, c the centre of mass in the body frame), Ibar: rotational inertia

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._layout import (AXIS_GENERAL, BODY_STRIDE, JOINT_PRISMATIC, JOINT_REVOLUTE, MI_HEADER, MI_STRIDE, O_AX,
-                      O_H, O_I, O_M, O_P, O_R)
+                      O_H, O_M, O_P, O_R)
 from .errors import ModelError
 from .spatial import axis_angle_to_matrix, skew, transform
 
@@ -138,7 +138,7 @@ def compile_tree(tree, base_link=None, tip_link=None):
     phys_off = np.array([rows[b["joint"].name][1] for b in bodies])
     has_map = not (nb == dof and np.array_equal(phys_rows, np.eye(dof)) and not np.any(phys_off))
     mi[:MI_HEADER] = (nb, dof, tip_body, int(has_map))
-    mf = np.zeros(nb * BODY_STRIDE + 12 + nb * dof + nb + 2 * dof)
+    mf = np.zeros(nb * BODY_STRIDE + 12 + nb * dof + nb)
     for i, b in enumerate(bodies):
         j = b["joint"]
         o = i * BODY_STRIDE
@@ -155,9 +155,6 @@ def compile_tree(tree, base_link=None, tip_link=None):
     o += 12
     mf[o:o + nb * dof] = phys_rows.ravel()
     mf[o + nb * dof:o + nb * dof + nb] = phys_off
-    o += nb * dof + nb
-    mf[o:o + dof] = [j.lower for j in dof_joints]
-    mf[o + dof:o + 2 * dof] = [j.upper for j in dof_joints]
     masses = [b["acc"][0] for b in bodies]
     return Compiled(mf=mf, mi=mi, dof_joints=dof_joints, link_frames=link_frames,
                     body_joint_names=[b["joint"].name for b in bodies], total_mass_kg=float(sum(masses)),
