@@ -1,6 +1,17 @@
 """manip_core: robot descriptions (URDF, Isaac kinematic.json) to a Product-of-Exponentials model with
-kinematics, inverse kinematics and dynamics, single and batched (numba). No rclpy import here."""
+kinematics, inverse kinematics and dynamics, single and batched (numba). No rclpy import here.
+
+``RobotModel`` and ``IKResult`` are imported on first use (PEP 562), so that the tools of this package
+that need no model (``manip-launch``) start without loading NumPy and numba: the launcher must be able
+to act on a Ctrl-C within its first few tens of milliseconds."""
 from .errors import InputError, ModelError
-from .model import IKResult, RobotModel
 
 __all__ = ["RobotModel", "IKResult", "ModelError", "InputError"]
+
+
+def __getattr__(name):
+    if name in ("RobotModel", "IKResult"):
+        from .model import IKResult, RobotModel
+        globals().update(RobotModel=RobotModel, IKResult=IKResult)
+        return globals()[name]
+    raise AttributeError(f"module 'manip_core' has no attribute {name!r}")

@@ -918,3 +918,139 @@ def test_rclpy_node_gets_parameters_and_remaps(tmp_path):
     assert ("[echo] fqn=/test_ns/echo gain=4.25 label='true' sizes=[3, 4] from_file='yaml file' "
             'topic=/test_ns/talk') in res.stdout.splitlines(), res.stdout + res.stderr
     assert "[echo] tiny=1e-05 flag=True empty=''" in res.stdout.splitlines()
+
+
+# ---- stop signals at every moment of the start-up (issue 13) ---------------------------------------
+START_NODE = """
+import os, pathlib, signal, sys, time
+pathlib.Path({pids!r}, str(os.getpid())).write_text('')     # first thing: the test checks every pid
+time.sleep(0.15)                                             # a node's imports (default SIGINT: dies)
+signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+while True:
+    time.sleep(0.05)
+"""
+
+
+def _start_up_graph(tmp_path):
+    pids = tmp_path / 'node_pids'
+    pids.mkdir()
+    prefix = make_package(tmp_path / 'prefix', 'fake_start_pkg', {'n': START_NODE.format(pids=str(pids))})
+    f = write(tmp_path / 'start.launch.xml', """
+        <launch>
+          <node pkg="fake_start_pkg" exec="n" name="a"/>
+          <node pkg="fake_start_pkg" exec="n" name="b"/>
+          <node pkg="fake_start_pkg" exec="n" name="c"/>
+        </launch>
+    """)
+    return f, pids, launcher_env(prefix)
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Whether process pid has a handler for sig (SigCgt of /proc/PID/status)."""
+    try:
+        for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+            if line.startswith('SigCgt:'):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except OSError:
+        pass
+    return False
+
+
+def _ignore_sigint():  # what a background job of a non-interactive shell inherits (`cmd &` in a script)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _interrupt_run(tmp_path, f, env, pids, sig, delay_s, *, inherit_ignored):
+    """Start manip-launch in its own session, send sig to its process group delay_s after its handlers are
+    in place (inherit_ignored) or right after the fork (delay_s is None); check that nothing is left."""
+    for p in pids.iterdir():
+        p.unlink()
+    proc = subprocess.Popen([PY, '-m', 'manip_core.launcher', '--sigterm-timeout', '2', str(f)], env=env,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=_ignore_sigint if inherit_ignored else None)
+    try:
+        if delay_s is not None:
+            wait_for(lambda: _catches(proc.pid, sig), 30, 'the launcher to catch the signal')
+            time.sleep(delay_s)
+        os.killpg(proc.pid, sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    started = [int(p.name) for p in pids.iterdir()]
+    time.sleep(0.05)
+    left = [p for p in started if pid_alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f'{sig.name} {delay_s} s: nodes still running {left}\n{err}'
+    return proc.returncode, err, len(started)
+
+
+def test_signal_at_any_moment_of_start_up_stops_everything(tmp_path):
+    """Issue 13: a SIGINT/SIGTERM at any moment, even with SIGINT inherited as ignored, stops every node
+    started (or being started); 128+N when the graph was not up yet, 0 when it was."""
+    f, pids, env = _start_up_graph(tmp_path)
+    # at once (the interpreter is starting, default dispositions): killed, or stopped before any node
+    code, err, n = _interrupt_run(tmp_path, f, env, pids, signal.SIGINT, None, inherit_ignored=False)
+    assert code in (-signal.SIGINT, 130), err
+    assert n == 0 or 'before every node was started' in err, err
+    outcomes = set()
+    for sig, delay in [(signal.SIGINT, 0.0), (signal.SIGINT, 0.03), (signal.SIGTERM, 0.1),
+                       (signal.SIGINT, 0.2), (signal.SIGINT, 0.4), (signal.SIGTERM, 1.5)]:
+        code, err, n = _interrupt_run(tmp_path, f, env, pids, sig, delay, inherit_ignored=True)
+        if 'before any node was started' in err:            # while loading/parsing
+            assert code == 128 + sig and n == 0, (delay, code, err)
+            outcomes.add('parsing')
+        elif 'before every node was started' in err:        # between node starts
+            assert code == 128 + sig and 'not started:' in err, (delay, code, err)
+            outcomes.add('starting')
+        else:                                               # the graph was up
+            assert code == 0 and n == 3, (delay, code, err)
+            assert f'received {sig.name}, shutting down' in err
+            outcomes.add('up')
+    print('outcomes', sorted(outcomes))
+    assert 'up' in outcomes and len(outcomes) >= 2, outcomes
+
+
+def test_signal_while_parsing_in_process(tmp_path, monkeypatch):
+    """A SIGINT that arrives while the launch file is parsed: exit 130, no node started."""
+    from manip_core import launcher
+    from manip_core.launcher import cli
+    f, pids, env = _start_up_graph(tmp_path)
+    monkeypatch.setenv('AMENT_PREFIX_PATH', env['AMENT_PREFIX_PATH'])
+    real_load = cli.load_launch_file
+
+    def load_and_interrupt(*a, **kw):
+        plan = real_load(*a, **kw)
+        os.kill(os.getpid(), signal.SIGINT)  # the handler runs here, before the plan is returned
+        return plan
+
+    monkeypatch.setattr(cli, 'load_launch_file', load_and_interrupt)
+    before = signal.getsignal(signal.SIGINT)
+    assert launcher.main([str(f)]) == 130
+    assert signal.getsignal(signal.SIGINT) is before  # handlers restored
+    time.sleep(0.3)
+    assert list(pids.iterdir()) == []
+
+
+def test_signal_between_node_starts_in_process(tmp_path):
+    """SIGTERM right after the first node's start: the others are never started, the first is stopped
+    (SIGINT to its group), status 143."""
+    from manip_core.launcher.runner import Runner
+    f, pids, env = _start_up_graph(tmp_path)
+    plan = load(f, resolve_executables=True,
+                resolver=PackageResolver(env=env))
+
+    class SignalAfterFirst(Runner):
+        def _start(self, proc):
+            super()._start(proc)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    import io
+    err = io.StringIO()
+    runner = SignalAfterFirst(plan.nodes, env=env, stdout=io.StringIO(), stderr=err, sigterm_timeout=2.0)
+    assert runner.run() == 143, err.getvalue()
+    assert [p.starts for p in runner.procs] == [1, 0, 0]
+    assert 'not started: b, c' in err.getvalue()
+    assert group_members(runner._all_groups()) == []

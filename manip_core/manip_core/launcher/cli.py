@@ -10,6 +10,7 @@ from typing import List, Optional
 
 from .packages import (PACKAGE_PATH_ENV, PackageNotFoundError, PackageResolver,
                        default_ament_prefix_path, split_path_list)
+from .signals import StopSignals
 from .xml_frontend import (LaunchFileError, LaunchPlan, declared_arguments, load_launch_file,
                            parse_launch_arguments)
 
@@ -27,10 +28,13 @@ or <prefix>/share/P from the ament index (AMENT_PREFIX_PATH; when unset, this Py
 has an ament index). Executables: <prefix>/lib/P/EXEC (ament prefix of P), else the console script
 EXEC of the Python distribution P.
 
-Shutdown: Ctrl-C/SIGTERM sends SIGINT to every node's process group, then SIGTERM after
---sigterm-timeout s, then SIGKILL after --sigkill-timeout s (a second Ctrl-C escalates at once).
-Exit status: 0 after Ctrl-C/SIGTERM or when all nodes exited with 0, 1 when a node failed, with
---exit-on-first-exit the status of the first node to exit, 2 for errors in the launch file or its
+Shutdown: Ctrl-C/SIGTERM/SIGHUP (at any moment from the launcher's first line of Python on, even when
+SIGINT was inherited as ignored) sends SIGINT to every node's process group, then SIGTERM after
+--sigterm-timeout s, then SIGKILL after --sigkill-timeout s (a second Ctrl-C escalates at once); no
+node is started after the signal.
+Exit status: 128+N (130 for SIGINT, 143 for SIGTERM) when signal N came before every node was started;
+0 after Ctrl-C/SIGTERM of the running graph or when all nodes exited with 0, 1 when a node failed,
+with --exit-on-first-exit the status of the first node to exit, 2 for errors in the launch file or its
 packages.
 """
 
@@ -113,7 +117,27 @@ def _show_args(path: str) -> None:
         print()
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: Optional[List[str]] = None, signals: Optional[StopSignals] = None) -> int:
+    """``manip-launch``; ``signals``: the stop-signal recorder already installed by the caller (the
+    console script installs it before importing this module), else one is installed here."""
+    own = signals is None
+    signals = StopSignals().install() if own else signals
+    try:
+        return _main(argv, signals)
+    finally:
+        if own:
+            signals.restore()
+
+
+def _interrupted(signals: StopSignals) -> Optional[int]:
+    if not signals.count:
+        return None
+    print(f'manip-launch: received {signals.name} before any node was started; nothing started',
+          file=sys.stderr)
+    return signals.exit_status
+
+
+def _main(argv: Optional[List[str]], signals: StopSignals) -> int:
     args = _parser().parse_args(argv)
     if not os.environ.get('AMENT_PREFIX_PATH'):
         default = default_ament_prefix_path()
@@ -132,6 +156,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _error(str(exc))
     except ValueError as exc:
         return _error(str(exc))
+    stopped = _interrupted(signals)
+    if stopped is not None:
+        return stopped
     for w in plan.warnings:
         print(f'manip-launch: warning: {w}', file=sys.stderr)
     if args.print_only:
@@ -147,7 +174,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     from .runner import Runner  # noqa: PLC0415  (not needed for --print)
     color = {'auto': None, 'always': True, 'never': False}[args.color]
+    stopped = _interrupted(signals)
+    if stopped is not None:
+        return stopped
     runner = Runner(plan.nodes, exit_on_first_exit=args.exit_on_first_exit,
                     sigterm_timeout=args.sigterm_timeout, sigkill_timeout=args.sigkill_timeout,
-                    color=color, pid_file=args.pid_file)
+                    color=color, pid_file=args.pid_file, signals=signals)
     return runner.run()

@@ -13,9 +13,12 @@
   reaped), the nodes get SIGTERM if the runner itself dies (PR_SET_PDEATHSIG), and it only returns
   when no process of any group it started is left (zombies reaped).
 
-Exit status of :meth:`Runner.run`: 0 after a requested shutdown (signal) or when every node exited
-with 0; 1 when the nodes all ended by themselves and one failed; with ``exit_on_first_exit`` the
-status of that first node (128+N when killed by signal N).
+Exit status of :meth:`Runner.run`: 128+N when signal N came before every node was started (the graph
+never came up; what was started is stopped as above and nothing more is started); 0 after a requested
+shutdown (signal) of the running graph or when every node exited with 0; 1 when the nodes all ended by
+themselves and one failed; with ``exit_on_first_exit`` the status of that first node (128+N when killed
+by signal N). Signals are recorded by a :class:`~.signals.StopSignals` that ``manip-launch`` installs
+before it parses the launch file and hands to the runner.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, TextIO
 
+from .signals import StopSignals
 from .xml_frontend import NodeDescription
 
 _PR_SET_PDEATHSIG = 1
@@ -116,7 +120,8 @@ class Runner:
                  sigterm_timeout: float = 5.0, sigkill_timeout: float = 5.0,
                  color: Optional[bool] = None, pid_file: Optional[str] = None,
                  env: Optional[Dict[str, str]] = None, stdout: Optional[TextIO] = None,
-                 stderr: Optional[TextIO] = None, subreaper: bool = True):
+                 stderr: Optional[TextIO] = None, subreaper: bool = True,
+                 signals: Optional[StopSignals] = None):
         self.procs = [_Proc(n) for n in nodes]
         self.exit_on_first_exit = exit_on_first_exit
         self.sigterm_timeout = sigterm_timeout
@@ -133,9 +138,9 @@ class Runner:
         if self.color:
             self.env.setdefault('RCUTILS_COLORIZED_OUTPUT', '1')
         self._lock = threading.RLock()
-        self._wake = threading.Event()
-        self._signals = 0
-        self._signal_name = ''
+        self.signals = signals if signals is not None else StopSignals()
+        self._wake = self.signals.wake
+        self.graph_up = False            # every node was started before any stop signal
         self._stopping = False
         self._first_exit: Optional[int] = None
         self._any_failed = False
@@ -236,11 +241,13 @@ class Runner:
         if self.exit_on_first_exit and self._first_exit is None:
             self._first_exit = exit_status(rc)
 
-    def _on_signal(self, signum, frame) -> None:
-        self._signals += 1
-        if not self._signal_name:
-            self._signal_name = signal.Signals(signum).name
-        self._wake.set()
+    @property
+    def _signals(self) -> int:
+        return self.signals.count
+
+    @property
+    def _signal_name(self) -> str:
+        return self.signals.name
 
     def _reap_orphans(self, table: List[tuple]) -> None:
         """Reap zombie descendants reparented to us (we are their subreaper)."""
@@ -321,10 +328,8 @@ class Runner:
     # ---- main loop -----------------------------------------------------------------------------
     def run(self) -> int:
         """Start every node and supervise them; returns the exit status (module docstring)."""
-        handlers = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                handlers[sig] = signal.signal(sig, self._on_signal)
+        own_handlers = not self.signals.installed
+        self.signals.install()
         if self.subreaper and _prctl is not None:
             _prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         else:
@@ -334,6 +339,12 @@ class Runner:
                 if self._signals:
                     break
                 self._start(proc)
+            self.graph_up = not self._signals
+            if not self.graph_up:
+                started = [p.node.label for p in self.procs if p.starts]
+                self.log(f"received {self._signal_name} before every node was started (started: "
+                         f"{', '.join(started) or 'none'}; not started: "
+                         f"{', '.join(p.node.label for p in self.procs if not p.starts) or 'none'})")
             while not self._signals:
                 self._poll()
                 if self.exit_on_first_exit and self._first_exit is not None:
@@ -354,13 +365,15 @@ class Runner:
                 self.log('a node exited and --exit-on-first-exit is set: shutting down')
             self._shutdown()
         finally:
-            for sig, old in handlers.items():
-                signal.signal(sig, old)
+            if own_handlers:
+                self.signals.restore()
         for proc in self.procs:
             for t in proc.threads:
                 t.join(timeout=0.5)
         if self.exit_on_first_exit and self._first_exit is not None and not self._signals:
             return self._first_exit
+        if not self.graph_up:
+            return self.signals.exit_status
         if self._signals:
             return 0
         return 1 if self._any_failed else 0
