@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass
 import numpy as np
 
-from . import _ik_kernel, _kernels as K
+from . import _derivative_kernels as _DK, _ik_kernel, _kernels as K
+from . import dynamics_derivatives as _deriv
 from .compile import compile_tree
 from .errors import InputError, ModelError
 
@@ -47,6 +48,7 @@ class RobotModel:
         self.source = tree.source
         self._mf, self._mi = c.mf, c.mi
         self._ws = K.new_ws(c.mi)  # scratch of the single-call kernels (they hold the GIL)
+        self._dws = _DK.new_dws(c.mi)  # scratch of the derivative kernels
         self._link_frames = c.link_frames
         self._has_inertia = c.has_inertia
         self.base_link = base_link or tree.root
@@ -376,6 +378,30 @@ class RobotModel:
         self._batch_status(K.forward_dynamics_batch(self._mf, self._mi, Q, QD, TAU, g, f, out),
                            "forward_dynamics_batch", Q, QD, TAU)
         return out
+
+    # --------------------------------------------------------------------------- dynamics derivatives
+    # Analytic (Carpentier & Mansard, RSS 2018); see manip_core.dynamics_derivatives. out: optional tuple of
+    # caller-owned (dof, dof) float64 C-contiguous arrays, filled and returned (no allocation).
+    def rnea_derivatives(self, q, qd, qdd, gravity=GRAVITY_DEFAULT, f_tip=None, out=None):
+        """(dtau/dq, dtau/dqd, dtau/dqdd = M(q)) of inverse_dynamics at (q, qd, qdd), each (dof, dof)."""
+        return _deriv.rnea_derivatives(self, q, qd, qdd, gravity, f_tip, out)
+
+    def rnea_derivatives_batch(self, Q, QD, QDD, gravity=GRAVITY_DEFAULT, f_tip=None):
+        """rnea_derivatives for N states: three (N, dof, dof) arrays; numba, parallel over N."""
+        return _deriv.rnea_derivatives_batch(self, Q, QD, QDD, gravity, f_tip)
+
+    def forward_dynamics_derivatives(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None, out=None):
+        """(dqdd/dq, dqdd/dqd, dqdd/dtau = M(q)^-1) of forward_dynamics at (q, qd, tau), each (dof, dof)."""
+        return _deriv.forward_dynamics_derivatives(self, q, qd, tau, gravity, f_tip, out)
+
+    def forward_dynamics_derivatives_batch(self, Q, QD, TAU, gravity=GRAVITY_DEFAULT, f_tip=None):
+        """forward_dynamics_derivatives for N states: three (N, dof, dof) arrays; numba, parallel over N."""
+        return _deriv.forward_dynamics_derivatives_batch(self, Q, QD, TAU, gravity, f_tip)
+
+    def jacobian_time_derivative(self, q, qd, frame="space", out=None):
+        """dJ/dt (6, dof) of jacobian_space (frame "space") or jacobian_body ("body") at joint speeds qd, so
+        that the tip's spatial acceleration is J qdd + dJ/dt qd ([omega; v] rows, same frame as J)."""
+        return _deriv.jacobian_time_derivative(self, q, qd, frame, out)
 
     def describe(self):
         """A plain dict of the model (joints, limits, screw axes, masses) for printing or JSON."""
