@@ -403,6 +403,84 @@ class RobotModel:
         that the tip's spatial acceleration is J qdd + dJ/dt qd ([omega; v] rows, same frame as J)."""
         return _deriv.jacobian_time_derivative(self, q, qd, frame, out)
 
+    # ------------------------------------------------------------------------------------- analysis
+    # part: "full" = the 6 x dof body Jacobian J_b (singular values equal to those of [R 0; 0 R] J_b, whose axes
+    # are in the base frame); "position" = the 3 x dof Jacobian of the tip origin's linear velocity in the base
+    # frame (R J_b[3:6]); "orientation" = the 3 x dof angular rows in the base frame (R J_b[0:3]).
+    # See manip_core.analysis.manipulability.
+    def _measure1(self, q, part, key):
+        from .analysis.manipulability import measures_batch
+        q = self._vec(q, self.dof, "q")
+        return float(measures_batch(self, q[None, :], part)[key][0])
+
+    def _measureN(self, Q, part, key):
+        from .analysis.manipulability import measures_batch
+        return measures_batch(self, self._batch(Q, "Q"), part)[key]
+
+    def manipulability(self, q, part="full"):
+        """Yoshikawa manipulability sqrt(det(J J^T)) = product of the singular values of J at q.
+
+        part "full": J = the 6 x dof body Jacobian; "position": the 3 x dof Jacobian of the tip origin's linear
+        velocity in the base frame; "orientation": the 3 x dof angular rows (base frame). With fewer joints than
+        rows (a planar 2R's position part) it is sqrt(det(J^T J)), the product of the dof singular values."""
+        return self._measure1(q, part, "manipulability")
+
+    def manipulability_batch(self, Q, part="full"):
+        """Yoshikawa manipulability (N,) at Q (N, dof); part as in manipulability()."""
+        return self._measureN(Q, part, "manipulability")
+
+    def min_singular_value(self, q, part="full"):
+        """Smallest singular value of J (m/s or rad/s per unit joint speed; 0 at a singularity); J as in
+        manipulability(): "full" body Jacobian, "position" tip-origin linear rows, "orientation" angular rows."""
+        return self._measure1(q, part, "min_singular_value")
+
+    def min_singular_value_batch(self, Q, part="full"):
+        """Smallest singular values (N,) at Q (N, dof); part as in manipulability()."""
+        return self._measureN(Q, part, "min_singular_value")
+
+    def condition_number(self, q, part="full"):
+        """sigma_max / sigma_min of J (>= 1, inf at a singularity); part as in manipulability()."""
+        return self._measure1(q, part, "condition_number")
+
+    def condition_number_batch(self, Q, part="full"):
+        """Condition numbers (N,) at Q (N, dof); part as in manipulability()."""
+        return self._measureN(Q, part, "condition_number")
+
+    def isotropy(self, q, part="full"):
+        """Isotropy index sigma_min / sigma_max of J in [0, 1] (1: isotropic); part as in manipulability()."""
+        return self._measure1(q, part, "isotropy")
+
+    def isotropy_batch(self, Q, part="full"):
+        """Isotropy indices (N,) at Q (N, dof)."""
+        return self._measureN(Q, part, "isotropy")
+
+    def velocity_ellipsoid(self, q, part="full"):
+        """Ellipsoid {J qd : |qd| <= 1}: .axes (m, m) unit columns in the base frame, .lengths (m,) the
+        singular values, largest first; J as in manipulability() (for "full": [omega; v] at the tip origin)."""
+        return self._ellipsoid1(q, part, "velocity")
+
+    def velocity_ellipsoid_batch(self, Q, part="full"):
+        """Velocity ellipsoids at Q (N, dof): .axes (N, m, m), .lengths (N, m)."""
+        from .analysis.manipulability import ellipsoid_batch
+        return ellipsoid_batch(self, self._batch(Q, "Q"), part, "velocity")
+
+    def force_ellipsoid(self, q, part="full"):
+        """Ellipsoid {F : |J^T F| <= 1} of tip wrenches ([moment; force] for "full", base axes) per unit joint
+        force: the velocity ellipsoid's axes with lengths 1 / sigma_i (inf along singular directions), smallest
+        first."""
+        return self._ellipsoid1(q, part, "force")
+
+    def force_ellipsoid_batch(self, Q, part="full"):
+        """Force ellipsoids at Q (N, dof): .axes (N, m, m), .lengths (N, m)."""
+        from .analysis.manipulability import ellipsoid_batch
+        return ellipsoid_batch(self, self._batch(Q, "Q"), part, "force")
+
+    def _ellipsoid1(self, q, part, kind):
+        from .analysis.manipulability import Ellipsoid, ellipsoid_batch
+        q = self._vec(q, self.dof, "q")
+        e = ellipsoid_batch(self, q[None, :], part, kind)
+        return Ellipsoid(e.axes[0], e.lengths[0], part, kind)
+
     def describe(self):
         """A plain dict of the model (joints, limits, screw axes, masses) for printing or JSON."""
         def num(x):

@@ -1,0 +1,6 @@
+"""Analysis of a RobotModel: manipulability measures and ellipsoids, Monte Carlo workspace, singularity maps.
+
+One module per job: ``manipulability`` (Yoshikawa measure, singular values, ellipsoids), ``workspace``
+(reachable and dexterous volume by Monte Carlo sampling, CPU and numba.cuda), ``singularity_map`` (minimum
+singular value over a grid with refinement near a threshold), ``pictures`` (PNG and PLY output). No rclpy.
+"""
