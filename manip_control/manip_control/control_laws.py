@@ -1,15 +1,17 @@
 """Joint-space control laws of the trajectory controller (no rclpy).
 
-- :class:`ComputedTorque`: tau = M(q) (qdd_d + Kp e + Kd ed) + c(q, qd) + g(q)  (Lynch & Park, Modern
-  Robotics, eq. 11.35, with the integral term left out). With a perfect model the closed loop is
-  e'' + Kd e' + Kp e = 0 for every joint, whatever the configuration; Kp, Kd in 1/s^2 and 1/s.
+- :class:`ComputedTorque`: tau = M(q) (qdd_d + Kp e + Ki int(e) dt + Kd ed) + c(q, qd) + g(q)  (Lynch &
+  Park, Modern Robotics, eq. 11.35; Ki = 0 by default, the law of the original controller). With a perfect
+  model the closed loop is e^(3) + Kd e'' + Kp e' + Ki e = 0 for every joint, whatever the configuration;
+  Kp, Ki, Kd in 1/s^2, 1/s^3 and 1/s.
 - :class:`PD`: tau = Kp e + Kd ed (+ g(q) with gravity compensation); Kp, Kd in N*m/rad and N*m*s/rad (N/m,
   N*s/m for prismatic joints). With gravity compensation a constant set point is asymptotically stable
   (Takegaki & Arimoto 1981).
 
 e = q_d - q (the shortest angle for continuous joints), ed = qd_d - qd. Every law clips its output to the
 effort limits of the model (joints without a finite, positive limit are not clipped) and reports which
-joints saturated.
+joints saturated. The other laws (pid, robust, adaptive, osc) have one module each; manip_control.laws
+registers them all by name.
 """
 from __future__ import annotations
 
@@ -20,22 +22,25 @@ import numpy as np
 
 __all__ = ["ControlOutput", "ComputedTorque", "PD", "clip_efforts", "gravity_hold", "position_error",
            "computed_torque_default_gains", "pd_default_gains", "make_law", "DEFAULT_NATURAL_FREQUENCY",
-           "DEFAULT_PD_NATURAL_FREQUENCY", "CONTROL_LAWS"]
+           "DEFAULT_PD_NATURAL_FREQUENCY", "CONTROL_LAWS", "Param"]
 
 # Closed-loop natural frequency (rad/s) of the default computed-torque gains (critically damped).
 DEFAULT_NATURAL_FREQUENCY = 20.0
 # Natural frequency (rad/s) the default PD gains give each joint alone at the reference configuration.
 DEFAULT_PD_NATURAL_FREQUENCY = 10.0
-CONTROL_LAWS = ("computed_torque", "pd")
+CONTROL_LAWS = ("pd", "pid", "computed_torque", "robust", "adaptive", "osc")  # classes: manip_control.laws
 
 
 @dataclass
 class ControlOutput:
-    """tau: efforts after clipping (N*m or N); tau_unclipped: before; saturated: (n,) bool per joint."""
+    """tau: efforts after clipping (N*m or N); tau_unclipped: before; saturated: (n,) bool per joint;
+    task_error: laws with a task-space target (osc) set it to the (6,) pose error [rotation (rad, axis-angle);
+    position (m)] of the tip in the base frame, the others leave it None."""
 
     tau: np.ndarray
     tau_unclipped: np.ndarray
     saturated: np.ndarray
+    task_error: np.ndarray = None
 
     @property
     def any_saturated(self):
@@ -97,10 +102,63 @@ def pd_default_gains(model, natural_frequency=DEFAULT_PD_NATURAL_FREQUENCY, damp
     return m * wn * wn, 2.0 * damping_ratio * wn * m
 
 
+@dataclass(frozen=True)
+class Param:
+    """A law-specific parameter: the node declares it as ``<law>.<name>`` with this default and description;
+    ``check(value)`` raises ValueError naming what is wrong (run at the node's start, before any model)."""
+
+    name: str
+    default: object
+    description: str
+    check: object = None
+
+
+def _number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def check_positive(name):
+    def check(v):
+        if not (_number(v) and v > 0.0):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    return check
+
+
+def check_nonnegative(name):
+    def check(v):
+        vals = list(v) if isinstance(v, (list, tuple)) else [v]
+        if not vals or not all(_number(x) and x >= 0.0 for x in vals):
+            raise ValueError(f"{name} must be finite and >= 0, got {v!r}")
+    return check
+
+
+def check_choice(name, choices):
+    def check(v):
+        if v not in choices:
+            raise ValueError(f"{name} must be one of {', '.join(choices)}, got {v!r}")
+    return check
+
+
 class _Law:
     name = ""
+    PARAMETERS = ()  # Param tuple of the law's own parameters (beyond kp, kd)
 
-    def __init__(self, model):
+    @classmethod
+    def check_params(cls, params):
+        """Raise ValueError for a bad law-specific parameter value (params: short name -> value)."""
+        for p in cls.PARAMETERS:
+            if p.check is not None and p.name in params:
+                p.check(params[p.name])
+
+    @classmethod
+    def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
+        """The law for ``model`` from the node's parameters (law-specific ones by their short name)."""
+        return cls(model, kp, kd)
+
+    def __init__(self, model, period_s=0.004):
+        self.period_s = float(period_s)
+        if not (math.isfinite(self.period_s) and self.period_s > 0.0):
+            raise ValueError(f"period_s must be > 0, got {period_s}")
         self.model = model
         self.effort_limits = np.asarray(model.effort_limits, dtype=np.float64)
         types = list(getattr(model, "joint_types", []) or [])
@@ -121,6 +179,9 @@ class _Law:
         """(e, ed) = (q_d - q, qd_d - qd)."""
         return position_error(q_d, q, self.continuous), np.asarray(qd_d, float) - np.asarray(qd, float)
 
+    def reset(self):
+        """Forget the internal state (integrators); a no-op for memoryless laws."""
+
     def hold(self, q_hold, q, qd):
         """Output holding the set point q_hold (zero desired velocity and acceleration)."""
         return self.compute(q, qd, q_hold, self._zero, self._zero)
@@ -133,26 +194,49 @@ class _Law:
 
 
 class ComputedTorque(_Law):
-    """tau = M(q) (qdd_d + Kp e + Kd ed) + c(q, qd) + g(q), clipped to the effort limits.
+    """tau = M(q) (qdd_d + Kp e + Ki int(e) dt + Kd ed) + c(q, qd) + g(q), clipped to the effort limits
+    (Modern Robotics eq. 11.35).
 
     kp, kd: per joint (1/s^2, 1/s) or one value for all; None or empty: critically damped at
-    ``natural_frequency`` rad/s (Kp = wn^2, Kd = 2 wn). The term M (...) + c + g is one recursive
-    Newton-Euler call: inverse_dynamics(q, qd, qdd_d + Kp e + Kd ed).
+    ``natural_frequency`` rad/s (Kp = wn^2, Kd = 2 wn). ki (1/s^3): 0 (default) leaves the integral out;
+    the integral is a sum of e over the control periods (period_s), frozen for a joint while its effort
+    is clipped and e would drive it further (anti-windup by clamping). The term M (...) + c + g is one
+    recursive Newton-Euler call: inverse_dynamics(q, qd, qdd_d + Kp e + Ki int(e) + Kd ed).
     """
 
     name = "computed_torque"
+    PARAMETERS = (Param("ki", [0.0], "integral gains per joint (1/s^3), one value or one per joint; 0 leaves "
+                                     "the integral term out (Modern Robotics eq. 11.35)",
+                        check_nonnegative("computed_torque.ki")),)
 
-    def __init__(self, model, kp=None, kd=None, natural_frequency=DEFAULT_NATURAL_FREQUENCY, damping_ratio=1.0):
-        super().__init__(model)
+    @classmethod
+    def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
+        return cls(model, kp, kd, ki=(params or {}).get("ki", 0.0), period_s=period_s)
+
+    def __init__(self, model, kp=None, kd=None, natural_frequency=DEFAULT_NATURAL_FREQUENCY, damping_ratio=1.0,
+                 ki=0.0, period_s=0.004):
+        super().__init__(model, period_s)
         kp0, kd0 = computed_torque_default_gains(model.dof, natural_frequency, damping_ratio)
         self.kp = _gain(kp, kp0, model.dof, "kp")
         self.kd = _gain(kd, kd0, model.dof, "kd")
+        self.ki = _gain(ki, 0.0, model.dof, "ki")
+        self.integral = np.zeros(model.dof)  # int(e) dt, rad*s
+
+    def reset(self):
+        self.integral[:] = 0.0
 
     def compute(self, q, qd, q_d, qd_d, qdd_d):
         q, qd, q_d, qd_d, qdd_d = self._vectors(q, qd, q_d, qd_d, qdd_d)
         e, ed = self.errors(q, qd, q_d, qd_d)
         a = qdd_d + self.kp * e + self.kd * ed
-        return clip_efforts(self.model.inverse_dynamics(q, qd, a), self.effort_limits)
+        if not self.ki.any():
+            return clip_efforts(self.model.inverse_dynamics(q, qd, a), self.effort_limits)
+        trial = self.integral + e * self.period_s
+        out = clip_efforts(self.model.inverse_dynamics(q, qd, a + self.ki * trial), self.effort_limits)
+        # clamping: keep the new integral only where the effort is not pushed further into its limit
+        winding = out.saturated & (np.sign(out.tau_unclipped) == np.sign(e))
+        self.integral = np.where(winding, self.integral, trial)
+        return out
 
 
 class PD(_Law):
@@ -187,10 +271,8 @@ def gravity_hold(model, q):
     return clip_efforts(model.gravity_torques(np.asarray(q, dtype=np.float64)), model.effort_limits)
 
 
-def make_law(name, model, kp=None, kd=None):
-    """A control law by name ("computed_torque" or "pd"); ValueError for another name or bad gains."""
-    if name == "computed_torque":
-        return ComputedTorque(model, kp, kd)
-    if name == "pd":
-        return PD(model, kp, kd, gravity_compensation=True)
-    raise ValueError(f"unknown control law '{name}' (choose from {', '.join(CONTROL_LAWS)})")
+def make_law(name, model, kp=None, kd=None, period_s=0.004, params=None):
+    """A control law by name (CONTROL_LAWS, registered in manip_control.laws); ValueError for another name
+    or bad gains."""
+    from .laws import make_law as _make
+    return _make(name, model, kp, kd, period_s, params)

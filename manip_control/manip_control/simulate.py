@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SimResult", "simulate", "step_plant"]
+__all__ = ["SimResult", "simulate", "step_plant", "FrictionPlant"]
 
 
 @dataclass
@@ -42,6 +42,32 @@ class SimResult:
     def max_error(self, since=0.0):
         e = self.position_error[self.t >= since]
         return float(np.max(np.abs(e))) if e.size else 0.0
+
+
+class FrictionPlant:
+    """A plant: ``model``'s forward dynamics with joint friction tau_f = viscous qd + coulomb tanh(qd / w)
+    subtracted from the effort (viscous in N*m*s/rad, coulomb in N*m, per joint or one value). The
+    smoothing velocity w_i (rad/s) is the smallest that the explicit plant step dt (s) integrates stably on
+    joint i: w_i = 2 dt coulomb_i (M^-1)_ii at q_ref (so light wrists get a wider, more viscous-like
+    friction). The viscous part must itself be stable: viscous_i dt (M^-1)_ii < 1."""
+
+    def __init__(self, model, viscous=0.0, coulomb=0.0, dt=0.004, q_ref=None):
+        self.model = model
+        self.dof = model.dof
+        n = model.dof
+        q = np.zeros(n) if q_ref is None else np.asarray(q_ref, float)
+        minv = np.diag(np.linalg.inv(model.mass_matrix(q)))
+        self.viscous = np.broadcast_to(np.asarray(viscous, float), (n,)).copy()
+        self.coulomb = np.broadcast_to(np.asarray(coulomb, float), (n,)).copy()
+        if np.any(self.viscous * dt * minv >= 1.0):
+            raise ValueError("viscous friction too stiff for the plant step: need viscous_i * dt * (M^-1)_ii < 1")
+        self.width = np.maximum(2.0 * dt * self.coulomb * minv, 1e-6)
+
+    def friction(self, qd):
+        return self.viscous * qd + self.coulomb * np.tanh(np.asarray(qd, float) / self.width)
+
+    def forward_dynamics(self, q, qd, tau):
+        return self.model.forward_dynamics(q, qd, np.asarray(tau, float) - self.friction(qd))
 
 
 def step_plant(model, q, qd, tau, dt, substeps=1):

@@ -1,0 +1,111 @@
+"""Adaptive computed torque (Slotine & Li 1987; Applied Nonlinear Control, sec. 9.2); no rclpy.
+
+With s = ed + Lambda e (rad/s), qr' = qd_d + Lambda e, qr'' = qdd_d + Lambda ed:
+
+    tau = Y(q, qd, qr', qr'') pi^ + M^(q) Ks s,        d pi^/dt = Gamma Y_a^T s   (then projected)
+
+Y pi = M(q) qr'' + C(q, qd) qr' + g(q) is linear in the 10 inertial parameters of each body
+(manip_control.regressor); the law adapts those of ``adapt`` ("tip": the tip body, which an unknown payload
+changes; "all": every body) and keeps the model's values for the others. With V = 1/2 s^T M s + 1/2
+pi~^T Gamma^-1 pi~, dV/dt = -s^T M^ Ks s <= 0: s -> 0 and e -> 0; the estimates converge to the true
+parameters on a persistently exciting trajectory.
+
+Gamma is diagonal, one gain per kind of parameter: [mass, first moments h, inertias] in SI units of
+(parameter unit)^2 / (N*m*rad). Projection: after each step pi^ is clipped to the box pi_model +- dpi
+(robust.parameter_error_bound of the stated ModelErrorBounds) with the masses kept >= 0, so the estimates
+stay bounded whatever the excitation and noise (the box contains the true parameters when the bounds hold,
+which keeps dV/dt <= 0).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import regressor as R
+from .control_laws import Param, _gain, _Law, check_choice, check_nonnegative, clip_efforts
+from .robust import ModelErrorBounds, parameter_error_bound
+
+__all__ = ["SlotineLi"]
+
+_KIND = np.array([0] + [1] * 3 + [2] * 6)
+
+
+class SlotineLi(_Law):
+    """Slotine-Li adaptive computed torque (see module). ``estimates``: (len(bodies), 10) current pi^."""
+
+    name = "adaptive"
+    PARAMETERS = (
+        Param("lambda", [10.0], "sliding surface slope Lambda (1/s), one value or one per joint",
+              check_nonnegative("adaptive.lambda")),
+        Param("damping", 20.0, "linear damping Ks of s (1/s)", check_nonnegative("adaptive.damping")),
+        Param("adaptation_gains", [2.0, 0.05, 0.002], "Gamma for [mass, first moment, inertia] parameters, "
+              "(parameter unit)^2/(N*m*rad)", check_nonnegative("adaptive.adaptation_gains")),
+        Param("adapt", "tip", "which bodies' parameters adapt: tip or all", check_choice("adaptive.adapt",
+                                                                                         ("tip", "all"))),
+        Param("relative_inertia_error", 0.2, "projection box: relative error of each inertial parameter "
+              "(dimensionless)", check_nonnegative("adaptive.relative_inertia_error")),
+        Param("payload_kg", 5.0, "projection box: largest unknown payload at the tool (kg)",
+              check_nonnegative("adaptive.payload_kg")),
+        Param("payload_radius_m", 0.1, "projection box: payload centre within this distance of the tip (m)",
+              check_nonnegative("adaptive.payload_radius_m")),
+    )
+
+    @classmethod
+    def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
+        p = params or {}
+        bounds = ModelErrorBounds(p.get("relative_inertia_error", 0.2), p.get("payload_kg", 5.0),
+                                  p.get("payload_radius_m", 0.1), 0.0)
+        return cls(model, bounds, lam=p.get("lambda", [10.0]), damping=p.get("damping", 20.0),
+                   gains=p.get("adaptation_gains", [2.0, 0.05, 0.002]), adapt=p.get("adapt", "tip"),
+                   period_s=period_s)
+
+    def __init__(self, model, bounds=None, lam=10.0, damping=20.0, gains=(2.0, 0.05, 0.002), adapt="tip",
+                 period_s=0.004):
+        super().__init__(model, period_s)
+        n = model.dof
+        check_choice("adapt", ("tip", "all"))(adapt)
+        self.bounds = bounds if bounds is not None else ModelErrorBounds(0.2, 5.0, 0.1, 0.0)
+        self.lam = _gain(lam, 10.0, n, "lambda")
+        self.damping = float(damping)
+        if not (math.isfinite(self.damping) and self.damping >= 0 and self.damping * self.period_s <= 0.5):
+            raise ValueError(f"damping must be >= 0 and <= 0.5 / period ({0.5 / self.period_s:g} 1/s), got {damping}")
+        g = np.asarray(gains, dtype=np.float64).reshape(-1)
+        if g.size != 3 or not np.all(np.isfinite(g) & (g >= 0)):
+            raise ValueError(f"adaptation gains must be 3 values >= 0 (mass, first moment, inertia), got {g.tolist()}")
+        self.bodies = [R.tip_body(model)] if adapt == "tip" else list(range(R.n_bodies(model)))
+        self.adapt = adapt
+        pi_model = R.parameters(model)
+        dpi = parameter_error_bound(model, self.bounds, pi_model)
+        self.pi_model = pi_model[self.bodies].ravel()
+        self.lower = self.pi_model - dpi[self.bodies].ravel()
+        self.upper = self.pi_model + dpi[self.bodies].ravel()
+        self.lower[0::R.N_PARAMS] = np.maximum(self.lower[0::R.N_PARAMS], 0.0)
+        self.gamma = np.tile(g[_KIND], len(self.bodies))
+        self.pi_hat = self.pi_model.copy()
+        self.kp, self.kd = self.lam, np.ones(n)  # for the node's log line: s = ed + lambda e
+        self._g = np.array([0.0, 0.0, -9.81])
+
+    @property
+    def estimates(self):
+        return self.pi_hat.reshape(len(self.bodies), R.N_PARAMS).copy()
+
+    def reset(self):
+        """Keeps the estimates (what was learnt about the arm stays valid)."""
+
+    def compute(self, q, qd, q_d, qd_d, qdd_d):
+        q, qd, q_d, qd_d, qdd_d = self._vectors(q, qd, q_d, qd_d, qdd_d)
+        e, ed = self.errors(q, qd, q_d, qd_d)
+        v = qd_d + self.lam * e
+        a = qdd_d + self.lam * ed
+        s = ed + self.lam * e
+        model = self.model
+        # model terms (all bodies, model parameters) by polarisation: M a + C(q, qd) v + g
+        t_plus = model.inverse_dynamics(q, qd + v, 2.0 * a, gravity=2.0 * self._g)
+        t_minus = model.inverse_dynamics(q, qd - v, -2.0 * a, gravity=-2.0 * self._g)
+        Ya = R.slotine_li_regressor(model, q, qd, v, a, self._g, self.bodies)
+        tau = 0.25 * (t_plus - t_minus) + Ya @ (self.pi_hat - self.pi_model)
+        tau = tau + model.mass_matrix(q) @ (self.damping * s)
+        out = clip_efforts(tau, self.effort_limits)
+        self.pi_hat = np.clip(self.pi_hat + self.period_s * self.gamma * (Ya.T @ s), self.lower, self.upper)
+        return out

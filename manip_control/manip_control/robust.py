@@ -1,0 +1,160 @@
+"""Robust control: sliding-mode computed torque with a boundary layer (Slotine & Li, Applied Nonlinear
+Control, 1991, ch. 7 and 9.2); no rclpy.
+
+Sliding variable (rad/s): s = ed + Lambda e, e = q_d - q. Reference velocity and acceleration:
+qr' = qd_d + Lambda e, qr'' = qdd_d + Lambda ed (so s = qr' - qd). Law:
+
+    tau = M^(q) qr'' + C^(q, qd) qr' + g^(q) + M^(q) Ks s + K(t) sat(s / phi)
+
+with the model's terms (hats), Ks (1/s) a linear damping of s and K(t) (N*m) the switching gain. With the
+true arm, d/dt (1/2 s^T M s) = s^T (Delta - M^ Ks s - K sat(s/phi)) (dM/dt - 2C skew), Delta = Y(q, qd,
+qr', qr'') (pi - pi^) + tau_friction the model error. The gain is derived from stated bounds on it
+(:class:`ModelErrorBounds`):
+
+    |Delta_i| <= rho_i = sum_k |Y_ik| dpi_k + friction_i,   K_i = rho_i + eta_i,
+
+dpi_k = relative_inertia_error * |pi^_k| for every body's 10 inertial parameters, plus, for the tip body,
+the largest parameters of an unknown payload of up to payload_kg with its centre within payload_radius_m
+of the tip frame's origin (m |c_j| and m |c|^2 per entry). Outside the layer every |s_i| then decreases at
+eta_i / M-scale (the reaching condition); inside, sat is linear and s stays within phi.
+
+Boundary layer: phi (rad/s) per joint, widened at each tick to phi_i >= 2 dt (M^-1)_ii K_i, then all by
+the factor 2 dt lambda_max(D^1/2 M^-1 D^1/2) when it exceeds 1 (D = diag(K / phi)), so that the sampled
+loop (period dt) stays stable inside it: the layer's gain K/phi must not exceed what one control period can
+follow. The layer actually used is ``last_phi`` (reported with the sliding variable
+``last_s``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import regressor as R
+from .control_laws import Param, _gain, _Law, check_nonnegative, check_positive, clip_efforts
+
+__all__ = ["ModelErrorBounds", "SlidingMode", "parameter_error_bound"]
+
+
+@dataclass
+class ModelErrorBounds:
+    """Bounds on what the model gets wrong. relative_inertia_error: dimensionless, |pi_k - pi^_k| <=
+    it * |pi^_k| for each inertial parameter; payload_kg: kg of unknown payload at the tool;
+    payload_radius_m: m, the payload's centre lies within this distance of the tip frame origin;
+    friction_nm: N*m (N), per joint or one value, bound on unmodelled joint friction and disturbances."""
+
+    relative_inertia_error: float = 0.2
+    payload_kg: float = 2.0
+    payload_radius_m: float = 0.05
+    friction_nm: object = 2.0
+
+    def __post_init__(self):
+        for name in ("relative_inertia_error", "payload_kg", "payload_radius_m"):
+            v = float(getattr(self, name))
+            if not (math.isfinite(v) and v >= 0.0):
+                raise ValueError(f"{name} must be finite and >= 0, got {v}")
+        f = np.atleast_1d(np.asarray(self.friction_nm, dtype=np.float64))
+        if not np.all(np.isfinite(f) & (f >= 0.0)):
+            raise ValueError(f"friction_nm must be finite and >= 0, got {f.tolist()}")
+
+
+def parameter_error_bound(model, bounds, pi_model=None):
+    """(n_bodies, 10) elementwise bound dpi on |pi_true - pi_model| from ``bounds`` (see module)."""
+    pi = R.parameters(model) if pi_model is None else np.asarray(pi_model, float)
+    d = float(bounds.relative_inertia_error) * np.abs(pi)
+    m = float(bounds.payload_kg)
+    if m > 0.0:
+        Rt, p = R.tip_offset(model)
+        c = np.abs(p) + float(bounds.payload_radius_m)   # |c_j| bound per axis (m), tip-body frame
+        r2 = float(np.dot(p, p)) + 2.0 * float(bounds.payload_radius_m) * float(np.linalg.norm(p)) \
+            + float(bounds.payload_radius_m) ** 2        # |c|^2 bound (m^2)
+        pay = np.concatenate([[m], m * c, np.full(6, m * r2)])
+        d[R.tip_body(model)] += pay
+    return d
+
+
+PARAMS = (
+    Param("lambda", [10.0], "sliding surface slope Lambda (1/s), one value or one per joint",
+          check_nonnegative("robust.lambda")),
+    Param("boundary_layer", 0.05, "boundary layer thickness phi (rad/s); widened when the control period needs it",
+          check_positive("robust.boundary_layer")),
+    Param("damping", 10.0, "linear damping Ks of s (1/s)", check_nonnegative("robust.damping")),
+    Param("eta", 0.5, "reaching margin eta (N*m) added to the derived gain", check_nonnegative("robust.eta")),
+    Param("relative_inertia_error", 0.2, "bound on each inertial parameter's relative error (dimensionless)",
+          check_nonnegative("robust.relative_inertia_error")),
+    Param("payload_kg", 2.0, "bound on the unknown payload at the tool (kg)", check_nonnegative("robust.payload_kg")),
+    Param("payload_radius_m", 0.05, "the payload's centre lies within this distance of the tip frame (m)",
+          check_nonnegative("robust.payload_radius_m")),
+    Param("friction_nm", [2.0], "bound on unmodelled friction/disturbance per joint (N*m), one or per joint",
+          check_nonnegative("robust.friction_nm")),
+)
+
+
+def bounds_from_params(p):
+    return ModelErrorBounds(p.get("relative_inertia_error", 0.2), p.get("payload_kg", 2.0),
+                            p.get("payload_radius_m", 0.05), p.get("friction_nm", [2.0]))
+
+
+class SlidingMode(_Law):
+    """Sliding-mode computed torque with a boundary layer (see module)."""
+
+    name = "robust"
+    PARAMETERS = PARAMS
+
+    @classmethod
+    def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
+        p = params or {}
+        return cls(model, bounds_from_params(p), lam=p.get("lambda", [10.0]),
+                   boundary_layer=p.get("boundary_layer", 0.05), damping=p.get("damping", 10.0),
+                   eta=p.get("eta", 0.5), period_s=period_s)
+
+    def __init__(self, model, bounds=None, lam=10.0, boundary_layer=0.05, damping=10.0, eta=0.5, period_s=0.004):
+        super().__init__(model, period_s)
+        n = model.dof
+        self.bounds = bounds if bounds is not None else ModelErrorBounds()
+        self.lam = _gain(lam, 10.0, n, "lambda")
+        self.phi = float(boundary_layer)
+        if not (math.isfinite(self.phi) and self.phi > 0):
+            raise ValueError(f"boundary_layer must be > 0, got {boundary_layer}")
+        self.damping = float(damping)
+        if self.damping * self.period_s > 0.5:
+            raise ValueError(f"damping {damping} 1/s is too high for the control period {self.period_s} s "
+                             f"(damping * period must be <= 0.5)")
+        self.eta = _gain(eta, 0.5, n, "eta")
+        self.friction = _gain(self.bounds.friction_nm, 0.0, n, "friction_nm")
+        self.dpi = parameter_error_bound(model, self.bounds).ravel()
+        self.kp, self.kd = self.lam, np.ones(n)  # for the node's log line: s = ed + lambda e
+        self.last_s = np.zeros(n)
+        self.last_phi = np.full(n, self.phi)
+        self.last_gain = np.zeros(n)
+        self._g = np.array([0.0, 0.0, -9.81])
+
+    def compute(self, q, qd, q_d, qd_d, qdd_d):
+        q, qd, q_d, qd_d, qdd_d = self._vectors(q, qd, q_d, qd_d, qdd_d)
+        e, ed = self.errors(q, qd, q_d, qd_d)
+        v = qd_d + self.lam * e
+        a = qdd_d + self.lam * ed
+        s = ed + self.lam * e
+        Y = R.slotine_li_regressor(self.model, q, qd, v, a, self._g)
+        pi = self._pi_hat()
+        nominal = Y @ pi
+        rho = np.abs(Y) @ self.dpi + self.friction
+        k = rho + self.eta
+        M = self.model.mass_matrix(q)
+        Minv = np.linalg.inv(M)
+        phi = np.maximum(self.phi, 2.0 * self.period_s * np.diag(Minv) * k)
+        # coupling: the layer's gain D = diag(k / phi) must keep 2 dt lambda_max(M^-1 D) <= 1
+        d = np.sqrt(k / phi)
+        rho = 2.0 * self.period_s * float(np.linalg.eigvalsh(d[:, None] * Minv * d[None, :])[-1])
+        if rho > 1.0:
+            phi = phi * rho
+        tau = nominal + M @ (self.damping * s) + k * np.clip(s / phi, -1.0, 1.0)
+        self.last_s, self.last_phi, self.last_gain = s, phi, k
+        return clip_efforts(tau, self.effort_limits)
+
+    def _pi_hat(self):
+        p = getattr(self, "_pi", None)
+        if p is None:
+            p = self._pi = R.parameters(self.model).ravel()
+        return p
