@@ -174,7 +174,8 @@ def tip_pose(mf, mi, ws, out):
 @njit(**_JIT)
 def _ws_offsets(nb):
     """Scratch regions after the per-body blocks: qp, rnea buffers (4 nb), 6-vectors (6 x 6),
-    composite inertias (13 nb), two nb x nb matrices, 9 + nb floats."""
+    composite inertias (13 nb), two nb x nb matrices, 9 + nb floats, then (see _scratch_offset) a 6 x nb
+    Jacobian, a 4 x 4 pose and 12 floats; the last element is the total size."""
     o_qp = nb * WS_STRIDE
     o_buf = o_qp + nb
     o_vec = o_buf + 4 * nb
@@ -182,7 +183,13 @@ def _ws_offsets(nb):
     o_mat = o_comp + 13 * nb
     o_mat2 = o_mat + nb * nb
     o_tmp = o_mat2 + nb * nb
-    return o_qp, o_buf, o_vec, o_comp, o_mat, o_mat2, o_tmp, o_tmp + 9 + nb
+    return o_qp, o_buf, o_vec, o_comp, o_mat, o_mat2, o_tmp, o_tmp + 9 + nb + 6 * nb + 28
+
+
+@njit(**_JIT)
+def _scratch_offset(nb):
+    """Start of the 6 nb + 28 floats at the end of ws (single-call kernels: no allocation per call)."""
+    return _ws_offsets(nb)[6] + 9 + nb
 
 
 @njit(**_JIT)
@@ -313,11 +320,14 @@ def fk_frame(mf, mi, ws, q, body, off, out):
     to_phys(mf, mi, q, True, qp)
     rel_transforms(mf, mi, qp, ws)
     abs_transforms(mi, ws)
-    offR = np.empty(9)
+    o = _scratch_offset(nb) + 6 * nb + 16
+    offR = ws[o:o + 9]
+    offp = ws[o + 9:o + 12]
     for r in range(3):
         for c in range(3):
             offR[3 * r + c] = off[r, c]
-    frame_pose(mf, mi, ws, body, offR, off[:3, 3].copy(), out)
+        offp[r] = off[r, 3]
+    frame_pose(mf, mi, ws, body, offR, offp, out)
     return 0
 
 
@@ -409,9 +419,10 @@ def jacobian_body(mf, mi, ws, q, out):
     to_phys(mf, mi, q, True, qp)
     rel_transforms(mf, mi, qp, ws)
     abs_transforms(mi, ws)
-    Js = np.empty((6, mi[1]))
+    o = _scratch_offset(nb)
+    Js = ws[o:o + 6 * mi[1]].reshape((6, mi[1]))
     jacobian_space_into(mf, mi, ws, mi[2], Js)
-    T = np.empty((4, 4))
+    T = ws[o + 6 * nb:o + 6 * nb + 16].reshape((4, 4))
     tip_pose(mf, mi, ws, T)
     space_to_body(T, Js, out)
     return 0

@@ -33,23 +33,31 @@ def _out(out, shapes, what):
     return tuple(out)
 
 
-def rnea_derivatives(robot, q, qd, qdd, gravity, f_tip, out):
+def _scratch(robot, data):
+    if data is None:
+        return robot._ws, robot._dws
+    return robot._ws_of(data), data.dws
+
+
+def rnea_derivatives(robot, q, qd, qdd, gravity, f_tip, out, data=None):
     robot._need_inertia()
     n = robot.dof
     q, qd, qdd = robot._vec(q, n, "q"), robot._vec(qd, n, "qd"), robot._vec(qdd, n, "qdd")
     dq, dv, M = _out(out, ((n, n),) * 3, "rnea_derivatives")
-    if D.rnea_derivatives(robot._mf, robot._mi, robot._ws, robot._dws, q, qd, qdd, robot._gravity(gravity),
+    ws, dws = _scratch(robot, data)
+    if D.rnea_derivatives(robot._mf, robot._mi, ws, dws, q, qd, qdd, robot._gravity(gravity),
                           robot._ftip(f_tip), dq, dv, M):
         robot._status(1, "rnea_derivatives")
     return dq, dv, M
 
 
-def forward_dynamics_derivatives(robot, q, qd, tau, gravity, f_tip, out):
+def forward_dynamics_derivatives(robot, q, qd, tau, gravity, f_tip, out, data=None):
     robot._need_inertia()
     n = robot.dof
     q, qd, tau = robot._vec(q, n, "q"), robot._vec(qd, n, "qd"), robot._vec(tau, n, "tau")
     dq, dv, minv = _out(out, ((n, n),) * 3, "forward_dynamics_derivatives")
-    st = D.forward_dynamics_derivatives(robot._mf, robot._mi, robot._ws, robot._dws, q, qd, tau,
+    ws, dws = _scratch(robot, data)
+    st = D.forward_dynamics_derivatives(robot._mf, robot._mi, ws, dws, q, qd, tau,
                                         robot._gravity(gravity), robot._ftip(f_tip), dq, dv, minv)
     if st:
         robot._status(st, "forward_dynamics_derivatives")
@@ -59,13 +67,14 @@ def forward_dynamics_derivatives(robot, q, qd, tau, gravity, f_tip, out):
 _FRAMES = {"space": False, "body": True}
 
 
-def jacobian_time_derivative(robot, q, qd, frame, out):
+def jacobian_time_derivative(robot, q, qd, frame, out, data=None):
     if frame not in _FRAMES:
         raise InputError(f"jacobian_time_derivative: frame must be 'space' or 'body', got {frame!r}")
     n = robot.dof
     q, qd = robot._vec(q, n, "q"), robot._vec(qd, n, "qd")
     (dJ,) = _out(None if out is None else (out,), ((6, n),), "jacobian_time_derivative")
-    if D.jacobian_dot(robot._mf, robot._mi, robot._ws, robot._dws, q, qd, _FRAMES[frame], dJ):
+    ws, dws = _scratch(robot, data)
+    if D.jacobian_dot(robot._mf, robot._mi, ws, dws, q, qd, _FRAMES[frame], dJ):
         robot._status(1, "jacobian_time_derivative")
     return dJ
 

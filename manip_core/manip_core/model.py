@@ -13,9 +13,11 @@ from . import _derivative_kernels as _DK, _ik_kernel, _kernels as K
 from . import dynamics_derivatives as _deriv
 from .compile import compile_tree
 from .errors import InputError, ModelError
+from .robot_data import RobotData
 
 GRAVITY_DEFAULT = (0.0, 0.0, -9.81)
 _EMPTY = np.zeros(0)
+_G_ZERO = np.zeros(3)
 _F64 = np.dtype(np.float64)
 
 
@@ -126,6 +128,26 @@ class RobotModel:
                              if n == self.dof else f"{what} must have shape ({n},), got {a.shape}")
         return a
 
+    @staticmethod
+    def _out(out, shape):
+        """The caller's output array (float64, C-contiguous, writeable, of this shape) or a new one."""
+        if out is None:
+            return np.empty(shape)
+        if out.__class__ is np.ndarray and out.shape == shape and out.dtype is _F64 and out.flags.c_contiguous \
+                and out.flags.writeable:
+            return out
+        raise InputError(f"out must be a writeable C-contiguous float64 array of shape {shape}, got "
+                         f"{type(out).__name__} {getattr(out, 'shape', '')} {getattr(out, 'dtype', '')}")
+
+    def _ws_of(self, data):
+        if data._mi is not self._mi:
+            raise InputError(f"data was created by another RobotModel than {self.name!r} (use create_data())")
+        return data.ws
+
+    def create_data(self):
+        """A RobotData: preallocated kernel scratch owned by one caller (or thread); pass it as ``data=``."""
+        return RobotData(self)
+
     def _batch(self, X, what):
         a = np.ascontiguousarray(X, dtype=np.float64)
         if a.ndim != 2 or a.shape[1] != self.dof:
@@ -165,18 +187,22 @@ class RobotModel:
             raise InputError(f"{what}: {bad} of {arrays[0].shape[0]} configurations failed: {detail}")
 
     # ----------------------------------------------------------------------------------- kinematics
-    def fk(self, q, link=None):
-        """Pose (4, 4) of the tip (or of ``link``) in the base frame at joint values q (rad or m)."""
+    def fk(self, q, link=None, *, out=None, data=None):
+        """Pose (4, 4) of the tip (or of ``link``) in the base frame at joint values q (rad or m).
+
+        out: optional (4, 4) float64 array to fill and return; data: a RobotData from create_data() (the
+        model's own scratch when None). Every single-call method below takes the same two keywords."""
         q = self._vec(q, self.dof, "q")
-        out = np.empty((4, 4))
+        out = self._out(out, (4, 4))
+        ws = self._ws if data is None else self._ws_of(data)
         if link is None:
-            st = K.fk(self._mf, self._mi, self._ws, q, out)
+            st = K.fk(self._mf, self._mi, ws, q, out)
         else:
             frame = self._link_frames.get(link)
             if frame is None:
                 raise InputError(f"link '{link}' is not below base '{self.base_link}' of {self.name} "
                                  f"(links: {', '.join(self._link_frames)})")
-            st = K.fk_frame(self._mf, self._mi, self._ws, q, frame[0], frame[1], out)
+            st = K.fk_frame(self._mf, self._mi, ws, q, frame[0], frame[1], out)
         if st:
             self._status(st, "fk")
         return out
@@ -188,19 +214,19 @@ class RobotModel:
         self._batch_status(K.fk_batch(self._mf, self._mi, Q, out), "fk_batch", Q)
         return out
 
-    def jacobian_space(self, q):
+    def jacobian_space(self, q, *, out=None, data=None):
         """Space Jacobian (6, dof): the tip's spatial twist [omega; v] in the base frame is J_s qd."""
         q = self._vec(q, self.dof, "q")
-        out = np.empty((6, self.dof))
-        if K.jacobian_space(self._mf, self._mi, self._ws, q, out):
+        out = self._out(out, (6, self.dof))
+        if K.jacobian_space(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, out):
             self._status(1, "jacobian_space")
         return out
 
-    def jacobian_body(self, q):
+    def jacobian_body(self, q, *, out=None, data=None):
         """Body Jacobian (6, dof): the tip's twist [omega; v] in the tip frame is J_b qd; J_b = Ad_{T^-1} J_s."""
         q = self._vec(q, self.dof, "q")
-        out = np.empty((6, self.dof))
-        if K.jacobian_body(self._mf, self._mi, self._ws, q, out):
+        out = self._out(out, (6, self.dof))
+        if K.jacobian_body(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, out):
             self._status(1, "jacobian_body")
         return out
 
@@ -286,7 +312,7 @@ class RobotModel:
         return sols
 
     # ------------------------------------------------------------------------------------- dynamics
-    def inverse_dynamics(self, q, qd, qdd, gravity=GRAVITY_DEFAULT, f_tip=None):
+    def inverse_dynamics(self, q, qd, qdd, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None, data=None):
         """tau = M(q) qdd + c(q, qd) + g(q) + J_b^T f_tip (N*m or N), recursive Newton-Euler.
 
         gravity: (3,) m/s^2 in the base frame. f_tip: the wrench [moment; force] (N*m; N) that the tip
@@ -295,8 +321,9 @@ class RobotModel:
         self._need_inertia()
         n = self.dof
         q, qd, qdd = self._vec(q, n, "q"), self._vec(qd, n, "qd"), self._vec(qdd, n, "qdd")
-        out = np.empty(n)
-        if K.rnea(self._mf, self._mi, self._ws, q, qd, qdd, self._gravity(gravity), self._ftip(f_tip), out):
+        out = self._out(out, (n,))
+        ws = self._ws if data is None else self._ws_of(data)
+        if K.rnea(self._mf, self._mi, ws, q, qd, qdd, self._gravity(gravity), self._ftip(f_tip), out):
             self._status(1, "inverse_dynamics")
         return out
 
@@ -314,12 +341,12 @@ class RobotModel:
                            Q, QD, QDD)
         return out
 
-    def mass_matrix(self, q):
+    def mass_matrix(self, q, *, out=None, data=None):
         """Joint-space mass matrix M(q) (dof, dof), symmetric positive definite; composite rigid bodies."""
         self._need_inertia()
         q = self._vec(q, self.dof, "q")
-        out = np.empty((self.dof, self.dof))
-        if K.mass_matrix(self._mf, self._mi, self._ws, q, out):
+        out = self._out(out, (self.dof, self.dof))
+        if K.mass_matrix(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, out):
             self._status(1, "mass_matrix")
         return out
 
@@ -331,14 +358,21 @@ class RobotModel:
         self._batch_status(K.mass_matrix_batch(self._mf, self._mi, Q, out), "mass_matrix_batch", Q)
         return out
 
-    def coriolis_torques(self, q, qd):
+    def coriolis_torques(self, q, qd, *, out=None, data=None):
         """c(q, qd) = C(q, qd) qd: Coriolis and centripetal joint forces (RNEA with qdd = 0, g = 0)."""
-        return self.inverse_dynamics(q, qd, np.zeros(self.dof), gravity=(0.0, 0.0, 0.0))
+        return self.inverse_dynamics(q, qd, self._zeros, _G_ZERO, out=out, data=data)
 
-    def gravity_torques(self, q, gravity=GRAVITY_DEFAULT):
+    def gravity_torques(self, q, gravity=GRAVITY_DEFAULT, *, out=None, data=None):
         """g(q): joint forces that hold the arm still against gravity (m/s^2, base frame)."""
-        z = np.zeros(self.dof)
-        return self.inverse_dynamics(q, z, z, gravity=gravity)
+        return self.inverse_dynamics(q, self._zeros, self._zeros, gravity, out=out, data=data)
+
+    @property
+    def _zeros(self):
+        z = self.__dict__.get("_zeros_dof")
+        if z is None:
+            z = self.__dict__["_zeros_dof"] = np.zeros(self.dof)
+            z.setflags(write=False)
+        return z
 
     def coriolis_matrix(self, q, qd):
         """C(q, qd) from the Christoffel symbols of M: C_ij = sum_k Gamma_ijk qd_k, so that C qd = c and
@@ -353,13 +387,14 @@ class RobotModel:
             C[:, j] = 0.5 * (self.coriolis_torques(q, qd + e) - c0 - self.coriolis_torques(q, e))
         return C
 
-    def forward_dynamics(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None):
+    def forward_dynamics(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None, data=None):
         """qdd = M(q)^-1 (tau - c(q, qd) - g(q) - J_b^T f_tip) (rad/s^2 or m/s^2), Cholesky solve."""
         self._need_inertia()
         n = self.dof
         q, qd, tau = self._vec(q, n, "q"), self._vec(qd, n, "qd"), self._vec(tau, n, "tau")
-        out = np.empty(n)
-        st = K.forward_dynamics(self._mf, self._mi, self._ws, q, qd, tau, self._gravity(gravity),
+        out = self._out(out, (n,))
+        st = K.forward_dynamics(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, qd, tau,
+                                self._gravity(gravity),
                                 self._ftip(f_tip), out)
         if st:
             self._status(st, "forward_dynamics")
@@ -382,26 +417,27 @@ class RobotModel:
     # --------------------------------------------------------------------------- dynamics derivatives
     # Analytic (Carpentier & Mansard, RSS 2018); see manip_core.dynamics_derivatives. out: optional tuple of
     # caller-owned (dof, dof) float64 C-contiguous arrays, filled and returned (no allocation).
-    def rnea_derivatives(self, q, qd, qdd, gravity=GRAVITY_DEFAULT, f_tip=None, out=None):
+    def rnea_derivatives(self, q, qd, qdd, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None, data=None):
         """(dtau/dq, dtau/dqd, dtau/dqdd = M(q)) of inverse_dynamics at (q, qd, qdd), each (dof, dof)."""
-        return _deriv.rnea_derivatives(self, q, qd, qdd, gravity, f_tip, out)
+        return _deriv.rnea_derivatives(self, q, qd, qdd, gravity, f_tip, out, data)
 
     def rnea_derivatives_batch(self, Q, QD, QDD, gravity=GRAVITY_DEFAULT, f_tip=None):
         """rnea_derivatives for N states: three (N, dof, dof) arrays; numba, parallel over N."""
         return _deriv.rnea_derivatives_batch(self, Q, QD, QDD, gravity, f_tip)
 
-    def forward_dynamics_derivatives(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None, out=None):
+    def forward_dynamics_derivatives(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None,
+                                     data=None):
         """(dqdd/dq, dqdd/dqd, dqdd/dtau = M(q)^-1) of forward_dynamics at (q, qd, tau), each (dof, dof)."""
-        return _deriv.forward_dynamics_derivatives(self, q, qd, tau, gravity, f_tip, out)
+        return _deriv.forward_dynamics_derivatives(self, q, qd, tau, gravity, f_tip, out, data)
 
     def forward_dynamics_derivatives_batch(self, Q, QD, TAU, gravity=GRAVITY_DEFAULT, f_tip=None):
         """forward_dynamics_derivatives for N states: three (N, dof, dof) arrays; numba, parallel over N."""
         return _deriv.forward_dynamics_derivatives_batch(self, Q, QD, TAU, gravity, f_tip)
 
-    def jacobian_time_derivative(self, q, qd, frame="space", out=None):
+    def jacobian_time_derivative(self, q, qd, frame="space", *, out=None, data=None):
         """dJ/dt (6, dof) of jacobian_space (frame "space") or jacobian_body ("body") at joint speeds qd, so
         that the tip's spatial acceleration is J qdd + dJ/dt qd ([omega; v] rows, same frame as J)."""
-        return _deriv.jacobian_time_derivative(self, q, qd, frame, out)
+        return _deriv.jacobian_time_derivative(self, q, qd, frame, out, data)
 
     # ------------------------------------------------------------------------------------- analysis
     # part: "full" = the 6 x dof body Jacobian J_b (singular values equal to those of [R 0; 0 R] J_b, whose axes

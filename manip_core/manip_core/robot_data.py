@@ -1,0 +1,33 @@
+"""RobotData: the preallocated scratch memory of the numba kernels of one RobotModel, owned by one caller.
+
+The split follows Pinocchio's Model / Data: a RobotModel's arrays (joints, inertias, limits) never change after
+construction; everything a kernel writes while it computes lives in a RobotData. A RobotModel holds one for
+the calls that pass no ``data=``; ``robot.create_data()`` gives a caller (a thread, an MPC solver, a worker of
+a pool) its own. The single-call kernels hold the GIL, so the model's own workspace is never used by two threads
+at once either; a separate RobotData keeps a caller's scratch apart from everyone else's all the same.
+
+With ``out=`` arrays and a RobotData, a steady-state call allocates nothing (checked with tracemalloc in
+manip_core/test/test_robot_data.py).
+"""
+from __future__ import annotations
+
+from . import _derivative_kernels as _DK, _kernels as K
+
+
+class RobotData:
+    """Scratch of the kernels of one RobotModel. Create with ``robot.create_data()``.
+
+    ws: scratch of kinematics / RNEA / CRBA / forward dynamics; dws: scratch of the dynamics derivatives and of
+    the Jacobian's time derivative (float64 arrays sized for the model's bodies and joints).
+    """
+
+    __slots__ = ("ws", "dws", "_mi", "_name")
+
+    def __init__(self, model):
+        self._mi = model._mi  # identity tells which model this data belongs to
+        self._name = model.name
+        self.ws = K.new_ws(model._mi)
+        self.dws = _DK.new_dws(model._mi)
+
+    def __repr__(self):
+        return f"RobotData(for {self._name!r}, {self.ws.size + self.dws.size} floats)"
