@@ -1,14 +1,21 @@
-"""Obstacles from a camera point cloud: base-frame transform, workspace crop, voxel grid, support-plane
-removal, robot self-filter, DBSCAN clusters and their bounds.
+"""Obstacles from a camera point cloud: base-frame transform, workspace crop and voxel grid (one pass,
+voxel_grid), support-plane detection and removal (support_plane), robot self-filter, Euclidean clusters
+(connected components of the voxel grid) and their boxes.
 
 No rclpy import. Points are (N, 3) arrays in metres; the camera pose is the optical frame of the left camera
-in the base frame (position + quaternion x, y, z, w, as in ``manip_sim/config/stereo_camera.yaml``).
+in the base frame (a (4, 4) matrix, or position + quaternion x, y, z, w). Base +z is up (gravity -z).
+
+No default assumes a particular scene: no workspace crop (+-100 m), the support plane is searched
+everywhere, the parameter camera pose is a level camera at the base origin looking along base +x (the node
+takes the pose from tf when it can).
 """
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.cluster import DBSCAN  # imported up front: about 1 s, not to be paid on the first frame
+
+from .support_plane import Plane, PlaneParams, detect_support_plane
+from .voxel_grid import cluster_boxes, cluster_voxels, voxelize
 
 
 class ObstacleError(ValueError):
@@ -77,97 +84,10 @@ def voxel_downsample(points, voxel_size, min_points=1):
 
     ``min_points``: voxels with fewer raw points are dropped (isolated stereo outliers).
     """
-    pts = np.asarray(points, dtype=np.float32).reshape(-1, 3)
-    if voxel_size <= 0:
+    if not voxel_size > 0:
         raise ObstacleError(f"voxel_size must be > 0, got {voxel_size}")
-    if pts.shape[0] == 0:
-        return pts.copy(), np.zeros(0, np.int64)
-    idx = np.floor(pts / np.float32(voxel_size)).astype(np.int64)
-    idx -= idx.min(axis=0)
-    dims = idx.max(axis=0) + 1
-    key = (idx[:, 0] * dims[1] + idx[:, 1]) * dims[2] + idx[:, 2]
-    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-    sums = np.stack([np.bincount(inverse, weights=pts[:, k], minlength=counts.size) for k in range(3)], axis=1)
-    out = (sums / counts[:, None]).astype(np.float32)
-    keep = counts >= min_points
-    return out[keep], counts[keep]
-
-
-@dataclass
-class Plane:
-    """Plane ``normal . p + offset = 0`` with a unit normal pointing up (normal[2] > 0)."""
-
-    normal: np.ndarray
-    offset: float
-    fitted: bool  # False: the fallback z = table_height
-    inliers: int = 0
-
-    def signed_distance(self, points):
-        return np.asarray(points, dtype=np.float64) @ self.normal + self.offset
-
-    def height_at(self, x, y):
-        n = self.normal
-        return -(n[0] * x + n[1] * y + self.offset) / n[2]
-
-
-def _plane_through(p0, p1, p2):
-    n = np.cross(p1 - p0, p2 - p0)
-    norm = np.linalg.norm(n)
-    if norm < 1e-12:
-        return None
-    n = n / norm
-    if n[2] < 0:
-        n = -n
-    return n, -float(n @ p0)
-
-
-def fit_support_plane(points, table_height=0.0, search_band=0.05, max_tilt_deg=10.0, inlier_threshold=0.005,
-                      iterations=200, min_inliers=50, rng=None, max_samples=4000):
-    """RANSAC fit of the support plane among points with ``|z - table_height| <= search_band``, restricted
-    to planes tilted at most ``max_tilt_deg`` from horizontal and then refined by least squares on the
-    inliers. Returns a Plane, or None when fewer than ``min_inliers`` points support one."""
-    rng = np.random.default_rng(0) if rng is None else rng
-    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    cand = pts[np.abs(pts[:, 2] - table_height) <= search_band]
-    if cand.shape[0] < max(min_inliers, 3):
-        return None
-    sample = cand if cand.shape[0] <= max_samples else cand[rng.choice(cand.shape[0], max_samples, replace=False)]
-    cos_tilt = np.cos(np.radians(max_tilt_deg))
-    best, best_count = None, 0
-    for _ in range(int(iterations)):
-        i = rng.choice(sample.shape[0], 3, replace=False)
-        plane = _plane_through(*sample[i])
-        if plane is None or plane[0][2] < cos_tilt:
-            continue
-        count = int(np.count_nonzero(np.abs(sample @ plane[0] + plane[1]) <= inlier_threshold))
-        if count > best_count:
-            best, best_count = plane, count
-    if best is None:
-        return None
-    inl = cand[np.abs(cand @ best[0] + best[1]) <= inlier_threshold]
-    if inl.shape[0] < min_inliers:
-        return None
-    # Least-squares refinement: the normal is the smallest singular vector of the centred inliers.
-    c = inl.mean(axis=0)
-    _, _, vt = np.linalg.svd(inl - c, full_matrices=False)
-    n = vt[2] / np.linalg.norm(vt[2])
-    if n[2] < 0:
-        n = -n
-    if n[2] < cos_tilt:
-        n, off = best
-    else:
-        off = -float(n @ c)
-    return Plane(normal=n, offset=off, fitted=True, inliers=int(inl.shape[0]))
-
-
-def remove_support_plane(points, plane_margin=0.015, table_height=0.0, fit=True, **fit_kwargs):
-    """Mask of the points more than ``plane_margin`` above the support plane (points below it are dropped
-    too), and the plane used: the RANSAC fit when ``fit`` and one is found, else z = table_height."""
-    pts = np.asarray(points).reshape(-1, 3)
-    plane = fit_support_plane(pts, table_height=table_height, **fit_kwargs) if fit else None
-    if plane is None:
-        plane = Plane(normal=np.array([0.0, 0.0, 1.0]), offset=-float(table_height), fitted=False)
-    return plane.signed_distance(pts) > plane_margin, plane
+    cent, counts, _, _ = voxelize(points, voxel_size, min_points)
+    return cent, counts
 
 
 def self_filter(points, link_points, radius, segments=True):
@@ -195,137 +115,175 @@ def self_filter(points, link_points, radius, segments=True):
     return keep
 
 
+
 # ------------------------------------------------------------------------------------------ clusters
 @dataclass
 class Obstacle:
-    """One cluster: centre and size of its axis-aligned box, bounding-sphere radius, number of points."""
+    """One cluster: centre and size of its axis-aligned box (base frame, m), bounding-sphere radius around
+    the centre (m), number of voxels, and a confidence in [0, 1] (single frame: the share of its voxels
+    that are core voxels of the clustering, i.e. lie in dense surface; tracking.py scales it by persistence)."""
 
     center: np.ndarray
     size: np.ndarray
     radius: float
     num_points: int
+    confidence: float = 1.0
 
 
-def cluster_labels(points, eps, min_samples):
-    """DBSCAN (scikit-learn) labels of the points; -1 = noise."""
+def dbscan_labels(points, eps, min_samples):
+    """DBSCAN (scikit-learn) labels of the points; -1 = noise. The reference the voxel-grid clustering is
+    tested against (test_voxel_grid.py); not used by the pipeline."""
+    from sklearn.cluster import DBSCAN
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
     if pts.shape[0] == 0:
         return np.zeros(0, dtype=int)
     return DBSCAN(eps=float(eps), min_samples=int(min_samples), algorithm='kd_tree').fit(pts).labels_
 
 
-def describe_clusters(points, labels, min_points=1, min_extent=0.0):
+def describe_clusters(points, labels, min_points=1, min_extent=0.0, core=None):
     """Obstacles of the labelled clusters with at least ``min_points`` points and a largest box side of at
-    least ``min_extent``; sorted by centre (x, then y)."""
-    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    least ``min_extent`` (m); sorted by centre (x, then y). ``core``: optional per-point core mask, for the
+    confidence."""
+    labels = np.asarray(labels, dtype=np.int64)
+    lo, hi, n, radius = cluster_boxes(points, labels)
+    if core is not None and labels.size:
+        sel = labels >= 0
+        n_core = np.bincount(labels[sel], weights=np.asarray(core, float)[sel], minlength=n.size)
+    else:
+        n_core = n.astype(float)
     out = []
-    for lab in np.unique(labels):
-        if lab < 0:
+    for k in range(n.size):
+        size = hi[k] - lo[k]
+        if n[k] < min_points or size.max() < min_extent:
             continue
-        c = pts[labels == lab]
-        if c.shape[0] < min_points:
-            continue
-        lo, hi = c.min(axis=0), c.max(axis=0)
-        size = hi - lo
-        if size.max() < min_extent:
-            continue
-        center = (lo + hi) / 2
-        radius = float(np.sqrt(np.max(np.sum((c - center) ** 2, axis=1))))
-        out.append(Obstacle(center=center, size=size, radius=radius, num_points=int(c.shape[0])))
+        out.append(Obstacle(center=(lo[k] + hi[k]) / 2, size=size, radius=float(radius[k]), num_points=int(n[k]),
+                            confidence=float(n_core[k] / n[k])))
     out.sort(key=lambda o: (round(float(o.center[0]), 6), round(float(o.center[1]), 6)))
     return out
 
 
 # ------------------------------------------------------------------------------------------ pipeline
+#: Level camera at the base origin looking along base +x (optical z = base x, optical x = -base y).
+LEVEL_CAMERA_XYZW = (-0.5, 0.5, -0.5, 0.5)
+
+
 @dataclass
 class ObstacleParams:
     """Every setting of :func:`detect_obstacles` (the node's parameters of the same names)."""
 
-    camera_position: tuple = (0.45, -0.9, 0.7)
-    camera_orientation_xyzw: tuple = (-0.89879, 0.0, 0.0, 0.43837)
-    workspace_min: tuple = (-1.0, -1.0, -0.1)
-    workspace_max: tuple = (1.0, 1.0, 1.2)
+    camera_position: tuple = (0.0, 0.0, 0.0)
+    camera_orientation_xyzw: tuple = LEVEL_CAMERA_XYZW
+    workspace_min: tuple = (-100.0, -100.0, -100.0)
+    workspace_max: tuple = (100.0, 100.0, 100.0)
     voxel_size: float = 0.01
     voxel_min_points: int = 2
-    table_height: float = 0.0
-    plane_margin: float = 0.015
     plane_fit: bool = True
-    plane_search_band: float = 0.05
-    plane_max_tilt_deg: float = 10.0
-    plane_inlier_threshold: float = 0.008
+    plane_margin: float = 0.015
+    plane_max_tilt_deg: float = 15.0
+    plane_inlier_threshold: float = 0.01
+    plane_min_area: float = 0.05
+    plane_min_camera_height: float = 0.05
+    plane_max_camera_height: float = 5.0
+    table_height: float = 0.0
+    plane_search_band: float = 0.0
     ransac_iterations: int = 100
-    dbscan_eps: float = 0.025
-    dbscan_min_samples: int = 6
+    cluster_radius_voxels: int = 1
+    cluster_min_neighbors: int = 6
     min_cluster_points: int = 30
     min_cluster_extent: float = 0.02
     self_filter_radius: float = 0.1
     seed: int = 0
 
+    def plane_params(self):
+        return PlaneParams(max_tilt_deg=self.plane_max_tilt_deg, inlier_threshold=self.plane_inlier_threshold,
+                           iterations=self.ransac_iterations, min_area=self.plane_min_area,
+                           min_camera_height=self.plane_min_camera_height,
+                           max_camera_height=self.plane_max_camera_height, height_hint=self.table_height,
+                           search_band=self.plane_search_band)
+
     def validate(self):
         camera_pose_matrix(self.camera_position, self.camera_orientation_xyzw)
         crop_box(np.zeros((0, 3)), self.workspace_min, self.workspace_max)
-        for name in ('voxel_size', 'dbscan_eps'):
-            if not getattr(self, name) > 0:
-                raise ObstacleError(f"{name} must be > 0, got {getattr(self, name)}")
-        for name in ('plane_margin', 'plane_search_band', 'plane_inlier_threshold', 'self_filter_radius',
-                     'min_cluster_extent'):
+        if not self.voxel_size > 0:
+            raise ObstacleError(f"voxel_size must be > 0, got {self.voxel_size}")
+        for name in ('plane_margin', 'self_filter_radius', 'min_cluster_extent'):
             if not getattr(self, name) >= 0:
                 raise ObstacleError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.dbscan_min_samples < 1 or self.min_cluster_points < 1 or self.voxel_min_points < 1:
-            raise ObstacleError("dbscan_min_samples, min_cluster_points and voxel_min_points must be >= 1")
-        if not 0 <= self.plane_max_tilt_deg < 90:
-            raise ObstacleError(f"plane_max_tilt_deg must be in [0, 90), got {self.plane_max_tilt_deg}")
+        for name in ('cluster_radius_voxels', 'cluster_min_neighbors', 'min_cluster_points', 'voxel_min_points'):
+            if getattr(self, name) < 1:
+                raise ObstacleError(f"{name} must be >= 1, got {getattr(self, name)}")
+        try:
+            self.plane_params().validate()
+        except ValueError as e:
+            raise ObstacleError(str(e)) from None
         return self
 
 
 @dataclass
 class Detection:
     obstacles: list
-    plane: Plane = None
-    points: np.ndarray = None  # the clustered points (base frame), after every filter
+    plane: Plane = None  # the support plane removed (None: none found or plane_fit off with no plane)
+    plane_detection: object = None  # support_plane.PlaneDetection (status and message), None when not fitted
+    points: np.ndarray = None  # the clustered voxel centroids (base frame), after every filter
     labels: np.ndarray = None
     counts: dict = field(default_factory=dict)  # points left after each stage
     timings: dict = field(default_factory=dict)  # seconds per stage
 
 
-def detect_obstacles(points_camera, params, link_points=None):
+def detect_obstacles(points_camera, params, link_points=None, camera_pose=None):
     """The whole chain for one cloud in the camera optical frame; returns a :class:`Detection`.
 
-    Stages: base frame -> workspace crop -> voxel grid -> support plane -> self-filter (when
-    ``link_points`` is given) -> DBSCAN -> cluster bounds.
+    ``camera_pose``: (4, 4) optical frame in the base frame (e.g. from tf); default: the parameters'.
+    Stages: base frame + workspace crop + voxel grid (one pass) -> support plane (RANSAC, removed when a
+    plausible one is found; ``plane_fit`` false: the fixed plane z = table_height) -> self-filter (when
+    ``link_points`` is given) -> Euclidean clustering of the voxels -> boxes.
     """
     p = params
     t = time.perf_counter
     timings, counts = {}, {}
     t0 = t()
-    pts = np.asarray(points_camera, dtype=np.float32).reshape(-1, 3)
-    pts = pts[np.all(np.isfinite(pts), axis=1)]
-    counts['input'] = pts.shape[0]
-    pts = transform_points(pts, camera_pose_matrix(p.camera_position, p.camera_orientation_xyzw))
-    pts = pts[crop_box(pts, p.workspace_min, p.workspace_max)]
-    counts['workspace'] = pts.shape[0]
-    t1 = t()
-    timings['transform_crop'] = t1 - t0
-    pts, _ = voxel_downsample(pts, p.voxel_size, p.voxel_min_points)
+    pts_cam = np.asarray(points_camera, dtype=np.float32).reshape(-1, 3)
+    counts['input'] = pts_cam.shape[0]
+    T = camera_pose_matrix(p.camera_position, p.camera_orientation_xyzw) if camera_pose is None else \
+        np.asarray(camera_pose, dtype=np.float64)
+    pts, _, ijk, kept = voxelize(pts_cam, p.voxel_size, p.voxel_min_points, transform=T, lower=p.workspace_min,
+                                 upper=p.workspace_max)
+    counts['workspace'] = kept
     counts['voxels'] = pts.shape[0]
-    t2 = t()
-    timings['voxel'] = t2 - t1
-    keep, plane = remove_support_plane(
-        pts, plane_margin=p.plane_margin, table_height=p.table_height, fit=p.plane_fit,
-        search_band=p.plane_search_band, max_tilt_deg=p.plane_max_tilt_deg,
-        inlier_threshold=p.plane_inlier_threshold, iterations=p.ransac_iterations,
-        rng=np.random.default_rng(p.seed))
-    pts = pts[keep]
+    t1 = t()
+    timings['voxel'] = t1 - t0
+    found = None
+    if p.plane_fit:
+        found = detect_support_plane(pts, T[:3, 3], p.voxel_size, p.plane_params(), np.random.default_rng(p.seed))
+        plane = found.plane
+    else:
+        plane = Plane(normal=np.array([0.0, 0.0, 1.0]), offset=-float(p.table_height), fitted=False)
+    if plane is not None:
+        keep = plane.signed_distance(pts) > p.plane_margin
+        pts, ijk = pts[keep], ijk[keep]
     counts['above_plane'] = pts.shape[0]
-    t3 = t()
-    timings['plane'] = t3 - t2
+    t2 = t()
+    timings['plane'] = t2 - t1
     if link_points is not None and len(link_points):
-        pts = pts[self_filter(pts, link_points, p.self_filter_radius)]
+        keep = self_filter(pts, link_points, p.self_filter_radius)
+        pts, ijk = pts[keep], ijk[keep]
     counts['self_filtered'] = pts.shape[0]
-    t4 = t()
-    timings['self_filter'] = t4 - t3
-    labels = cluster_labels(pts, p.dbscan_eps, p.dbscan_min_samples)
-    obstacles = describe_clusters(pts, labels, p.min_cluster_points, p.min_cluster_extent)
+    t3 = t()
+    timings['self_filter'] = t3 - t2
+    labels, core = cluster_voxels(ijk, p.cluster_min_neighbors, p.cluster_radius_voxels)
+    obstacles = describe_clusters(pts, labels, p.min_cluster_points, p.min_cluster_extent, core=core)
     counts['obstacles'] = len(obstacles)
-    timings['cluster'] = t() - t4
-    return Detection(obstacles=obstacles, plane=plane, points=pts, labels=labels, counts=counts, timings=timings)
+    timings['cluster'] = t() - t3
+    return Detection(obstacles=obstacles, plane=plane, plane_detection=found, points=pts, labels=labels,
+                     counts=counts, timings=timings)
+
+
+def warm_up():
+    """Run the chain once on a small synthetic scene (a floor and a box) so that the numba kernels are
+    compiled or loaded from their cache before the first camera frame (about 1 s when cached)."""
+    g = np.stack(np.meshgrid(np.arange(-0.5, 0.5, 0.005), np.arange(1.0, 2.0, 0.005), indexing='ij'), -1)
+    floor = np.column_stack([g.reshape(-1, 2), np.full(g.size // 2, -0.5)])  # 0.5 m below a level camera
+    box = np.random.default_rng(0).uniform([-0.05, 1.4, -0.5], [0.05, 1.5, -0.4], (4000, 3))
+    # Columns above are (base y, base x, base z); the level camera's optical frame is (-y, -z, x).
+    cam = np.vstack([floor, box])[:, [0, 2, 1]] * [-1, -1, 1]
+    return detect_obstacles(cam.astype(np.float32), ObstacleParams())

@@ -27,7 +27,8 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
+                       qos_profile_sensor_data)
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField, RegionOfInterest
 from stereo_msgs.msg import DisparityImage
 from visualization_msgs.msg import Marker, MarkerArray
@@ -35,53 +36,74 @@ from visualization_msgs.msg import Marker, MarkerArray
 from manip_msgs.msg import Obstacle, ObstacleArray
 
 from .image_conversion import ImageConversionError, fill_image, image_to_numpy, to_mono8, to_rgb8
-from .obstacles import ObstacleError, ObstacleParams, detect_obstacles
+from .obstacles import (LEVEL_CAMERA_XYZW, ObstacleError, ObstacleParams, camera_pose_matrix, detect_obstacles,
+                        warm_up)
 from .pairing import StereoPairer
 from .stereo import (Calibration, DisparityMatcher, Rectifier, SgbmParams, StereoError, back_project,
-                     pack_pointcloud2)
+                     disparity_range, pack_pointcloud2)
+from .tf_buffer import TransformBuffer, TransformError
+from .tracking import ObstacleTracker
 
 # name: (default, description). Floats and float lists accept integers too (dynamic typing + conversion).
+# No default assumes a particular scene or camera mounting (the simulator's file sets its own values).
 PARAMETERS = {
-    'base_frame': ('base_link', 'frame of the obstacles (the robot base); the camera pose is given in it'),
-    'camera_frame': ('stereo_left_optical', 'left optical frame: frame_id of points2 when the images have none'),
-    'camera_position': ([0.45, -0.9, 0.7], 'left camera optical centre in base_frame (m)'),
-    'camera_orientation_xyzw': ([-0.89879, 0.0, 0.0, 0.43837],
-                                'left optical frame orientation in base_frame, quaternion (x, y, z, w)'),
+    'base_frame': ('base_link', 'frame of the obstacles (the robot base, +z up); the camera pose is looked up '
+                                'from it to the left camera_info frame_id on /tf_static and /tf'),
+    'camera_frame': ('stereo_left_optical', 'left optical frame: frame_id of points2 (and of the tf lookup) '
+                                            'when the images and camera_info have none'),
+    'camera_position': ([0.0, 0.0, 0.0], 'left camera optical centre in base_frame (m); used only when tf has '
+                                         'no transform base_frame -> camera frame'),
+    'camera_orientation_xyzw': (list(LEVEL_CAMERA_XYZW),
+                                'left optical frame orientation in base_frame, quaternion (x, y, z, w); used '
+                                'only without tf (default: level, looking along base +x)'),
     'stereo_baseline': (0.0, 'expected baseline (m) for a consistency warning; 0 disables it. The baseline '
                              'used is the one of the right camera_info (P[0,3] = -fx * baseline)'),
-    'min_disparity': (0, 'SGBM minimum disparity (px)'),
-    'num_disparities': (128, 'SGBM disparity search range (px, multiple of 16); Z_min = fx * B / (range - 1)'),
+    'min_depth': (0.5, 'working depth range, near end (m along the optical axis): with num_disparities 0 the '
+                       'SGBM search covers min_depth..max_depth (d = fx * B / Z); nearer points are dropped'),
+    'max_depth': (5.0, 'working depth range, far end (m); farther points are dropped'),
+    'min_disparity': (0, 'SGBM minimum disparity (px); only with num_disparities > 0'),
+    'num_disparities': (0, 'SGBM disparity search range (px, multiple of 16); 0: derived from min_depth, '
+                           'max_depth and the calibration'),
     'block_size': (5, 'SGBM matched block size (odd, px)'),
     'uniqueness_ratio': (10, 'SGBM uniqueness margin (percent)'),
     'speckle_window_size': (100, 'SGBM speckle filter: largest region of smooth disparity treated as noise '
                                  '(px); 0 disables the filter'),
     'speckle_range': (2, 'SGBM speckle filter: largest disparity variation within a region (px)'),
-    'disp12_max_diff': (1, 'SGBM left-right consistency tolerance (px); negative disables the check'),
+    'disp12_max_diff': (1, 'left-right consistency check tolerance (px): a disparity whose right-to-left '
+                           'match differs by more is invalid; negative disables the check'),
     'sgbm_p1': (0, 'SGBM smoothness penalty P1 (0: 8 * block_size^2)'),
     'sgbm_p2': (0, 'SGBM smoothness penalty P2 (0: 32 * block_size^2)'),
     'sgbm_mode': ('sgbm_3way', 'OpenCV SGBM mode. Measured on the steeply slanted table: sgbm_3way (default, '
                                'fastest, -0.09 px bias), sgbm (-0.22 px bias), hh (full 8-path, unbiased, about '
                                '2.5x slower), hh4'),
-    'texture_threshold': (1.5, 'disparities whose block_size window of the left image has an intensity standard '
-                               'deviation below this (grey levels) are invalid: SGBM smears the disparity of '
-                               'edges into texture-less regions (phantom points in the air); 0 disables it'),
-    'max_depth': (3.0, 'points farther than this along the optical axis are dropped (m)'),
+    'texture_threshold': (0.0, 'disparities whose block_size window of the left image has an intensity standard '
+                               'deviation below this (grey levels) are invalid; 0 (default, real cameras) '
+                               'disables it. Helps on rendered images with flat regions (1.5 in the simulator)'),
     'publish_points': (True, 'publish stereo/points2 (only while it has subscribers)'),
-    'voxel_size': (0.01, 'voxel grid cell for downsampling (m)'),
+    'voxel_size': (0.01, 'voxel grid cell for downsampling and clustering (m)'),
     'voxel_min_points': (2, 'voxels holding fewer stereo points are dropped as outliers'),
-    'workspace_min': ([-1.0, -1.0, -0.1], 'workspace crop box, lower corner in base_frame (m)'),
-    'workspace_max': ([1.0, 1.0, 1.2], 'workspace crop box, upper corner in base_frame (m)'),
-    'table_height': (0.0, 'expected height of the support plane in base_frame (m)'),
-    'plane_fit': (True, 'fit the support plane with RANSAC (false: use z = table_height)'),
+    'workspace_min': ([-100.0, -100.0, -100.0], 'workspace crop box, lower corner in base_frame (m); '
+                                                'default: no crop'),
+    'workspace_max': ([100.0, 100.0, 100.0], 'workspace crop box, upper corner in base_frame (m)'),
+    'plane_fit': (True, 'detect the support plane with RANSAC (false: use the plane z = table_height)'),
     'plane_margin': (0.015, 'points closer than this to the support plane (or below it) are dropped (m)'),
-    'plane_search_band': (0.05, 'RANSAC looks for the plane within table_height +- this (m)'),
-    'plane_max_tilt_deg': (10.0, 'largest tilt of the fitted plane from horizontal (deg)'),
-    'plane_inlier_threshold': (0.008, 'RANSAC inlier distance (m)'),
+    'plane_max_tilt_deg': (15.0, 'plausibility: largest angle between the plane normal and base +z (deg)'),
+    'plane_inlier_threshold': (0.01, 'RANSAC inlier distance (m)'),
+    'plane_min_area': (0.05, 'plausibility: smallest plane area, as inlier voxels * voxel_size^2 (m^2)'),
+    'plane_min_camera_height': (0.05, 'plausibility: the camera must be above the plane by at least this (m)'),
+    'plane_max_camera_height': (5.0, 'plausibility: and by at most this (m)'),
+    'table_height': (0.0, 'optional prior: base z of the support plane (m), used only with plane_search_band > 0 '
+                          '(or as the fixed plane with plane_fit false)'),
+    'plane_search_band': (0.0, 'with > 0: RANSAC looks for the plane within table_height +- this (m); 0: anywhere'),
     'ransac_iterations': (100, 'RANSAC hypotheses per frame'),
-    'dbscan_eps': (0.025, 'DBSCAN neighbourhood radius (m)'),
-    'dbscan_min_samples': (6, 'DBSCAN points within eps for a core point'),
+    'cluster_radius_voxels': (1, 'Euclidean clustering: voxels within this many cells (Chebyshev) are neighbours'),
+    'cluster_min_neighbors': (6, 'Euclidean clustering: occupied voxels (itself included) in the neighbourhood '
+                                 'of a core voxel; sparser voxels join a neighbouring cluster or are noise'),
     'min_cluster_points': (30, 'clusters with fewer voxels are dropped'),
     'min_cluster_extent': (0.02, 'clusters whose largest box side is smaller are dropped (m)'),
+    'track_appear_frames': (1, 'an obstacle is published after this many consecutive frames with it (1: at once)'),
+    'track_disappear_frames': (1, 'and removed after this many consecutive frames without it (1: at once)'),
+    'track_match_distance': (0.05, 'largest box-centre motion between frames of the same obstacle (m)'),
     'self_filter': (False, 'drop points near the robot links: needs the robot model (urdf_path, robot_description '
                            'parameter or topic; its base link must be base_frame) and joint_states; start-up only'),
     'self_filter_radius': (0.1, 'self-filter distance from the link origins and the segments between them (m)'),
@@ -92,14 +114,18 @@ PARAMETERS = {
 
 OBSTACLE_PARAM_NAMES = ('camera_position', 'camera_orientation_xyzw', 'workspace_min', 'workspace_max',
                         'voxel_size', 'voxel_min_points', 'table_height', 'plane_margin', 'plane_fit',
-                        'plane_search_band', 'plane_max_tilt_deg', 'plane_inlier_threshold',
-                        'ransac_iterations', 'dbscan_eps', 'dbscan_min_samples', 'min_cluster_points',
+                        'plane_search_band', 'plane_max_tilt_deg', 'plane_inlier_threshold', 'plane_min_area',
+                        'plane_min_camera_height', 'plane_max_camera_height', 'ransac_iterations',
+                        'cluster_radius_voxels', 'cluster_min_neighbors', 'min_cluster_points',
                         'min_cluster_extent', 'self_filter_radius')
-SGBM_PARAM_NAMES = {'min_disparity': 'min_disparity', 'num_disparities': 'num_disparities',
-                    'block_size': 'block_size', 'uniqueness_ratio': 'uniqueness_ratio',
+SGBM_PARAM_NAMES = {'min_disparity': 'min_disparity', 'block_size': 'block_size',
+                    'uniqueness_ratio': 'uniqueness_ratio',
                     'speckle_window_size': 'speckle_window_size', 'speckle_range': 'speckle_range',
                     'disp12_max_diff': 'disp12_max_diff', 'sgbm_p1': 'p1', 'sgbm_p2': 'p2', 'sgbm_mode': 'mode',
                     'texture_threshold': 'texture_threshold'}
+#: Images: keep only the newest per side (a frame that arrives while one is processed replaces the waiting
+#: one instead of queueing); best effort, compatible with qos_profile_sensor_data publishers.
+NEWEST_IMAGE = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
 RELIABLE = QoSProfile(depth=10)
 
 
@@ -134,13 +160,30 @@ class Config:
     def __init__(self, values):
         v = {n: _typed(n, values[n]) for n in PARAMETERS}
         self.values = v
-        self.sgbm = SgbmParams(**{field: v[name] for name, field in SGBM_PARAM_NAMES.items()}).validate()
+        # num_disparities 0: a placeholder range until the calibration gives the derived one (sgbm_for).
+        self.sgbm = SgbmParams(num_disparities=v['num_disparities'] or 16,
+                               **{field: v[name] for name, field in SGBM_PARAM_NAMES.items()}).validate()
+        if v['num_disparities'] < 0:
+            raise ValueError(f"num_disparities must be >= 0, got {v['num_disparities']}")
         self.obstacles = ObstacleParams(**{n: (tuple(v[n]) if isinstance(v[n], list) else v[n])
                                            for n in OBSTACLE_PARAM_NAMES}).validate()
-        if v['max_depth'] <= 0 or v['max_pairing_delay'] <= 0 or v['pairing_buffer_size'] < 1:
-            raise ValueError("max_depth and max_pairing_delay must be > 0, pairing_buffer_size >= 1")
+        if not 0 <= v['min_depth'] < v['max_depth']:
+            raise ValueError(f"working depth range needs 0 <= min_depth < max_depth, got {v['min_depth']}, "
+                             f"{v['max_depth']}")
+        if v['max_pairing_delay'] <= 0 or v['pairing_buffer_size'] < 1:
+            raise ValueError("max_pairing_delay must be > 0, pairing_buffer_size >= 1")
+        ObstacleTracker(v['track_appear_frames'], v['track_disappear_frames'], v['track_match_distance'])
         if not v['base_frame']:
             raise ValueError("base_frame must not be empty")
+
+    def sgbm_for(self, geometry):
+        """SGBM settings for a calibration: the given range, or the one of the working depth range."""
+        v = self.values
+        if v['num_disparities'] > 0:
+            return self.sgbm
+        lo, num = disparity_range(geometry.fx, geometry.baseline, max(v['min_depth'], 1e-3), v['max_depth'],
+                                  geometry.doffs, self.sgbm.block_size)
+        return SgbmParams(**{**self.sgbm.__dict__, 'min_disparity': lo, 'num_disparities': num}).validate()
 
 
 class StereoObstaclesNode(Node):
@@ -151,7 +194,11 @@ class StereoObstaclesNode(Node):
             self.declare_parameter(name, default, ParameterDescriptor(description=description,
                                                                       dynamic_typing=dynamic))
         self.config = Config({n: self.get_parameter(n).value for n in PARAMETERS})
-        self._matcher = DisparityMatcher(self.config.sgbm)
+        self._matcher = None  # built for the calibration (derived disparity range): _get_matcher
+        self._tracker = self._new_tracker(self.config)
+        self._pose_source = None  # 'tf' or 'parameters', logged when it changes
+        self._plane_status = None
+        self._tf = TransformBuffer()
         self._pairer = StereoPairer(self.config.values['max_pairing_delay'],
                                     self.config.values['pairing_buffer_size'])
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -170,18 +217,75 @@ class StereoObstaclesNode(Node):
             self._setup_self_filter()
 
         sd = qos_profile_sensor_data
-        self.create_subscription(Image, 'stereo/left/image_rect', lambda m: self._on_image('left', m), sd)
-        self.create_subscription(Image, 'stereo/right/image_rect', lambda m: self._on_image('right', m), sd)
+        self.create_subscription(Image, 'stereo/left/image_rect', lambda m: self._on_image('left', m), NEWEST_IMAGE)
+        self.create_subscription(Image, 'stereo/right/image_rect', lambda m: self._on_image('right', m),
+                                 NEWEST_IMAGE)
+        self._tf_source = self._subscribe_tf()
         self.create_subscription(CameraInfo, 'stereo/left/camera_info', lambda m: self._on_info('left', m), sd)
         self.create_subscription(CameraInfo, 'stereo/right/camera_info', lambda m: self._on_info('right', m), sd)
         self._pub_disp = self.create_publisher(DisparityImage, 'stereo/disparity', RELIABLE)
         self._pub_points = self.create_publisher(PointCloud2, 'stereo/points2', RELIABLE)
         self._pub_obstacles = self.create_publisher(ObstacleArray, 'obstacles', RELIABLE)
         self._pub_markers = self.create_publisher(MarkerArray, 'obstacle_markers', RELIABLE)
+        warm_up()  # numba kernels compiled or loaded before the first frame
+        v = self.config.values
+        rng = (f"{v['num_disparities']} disparities from {v['min_disparity']}" if v['num_disparities'] else
+               f"disparities for depths {v['min_depth']}-{v['max_depth']} m")
         self.get_logger().info(
-            f"stereo_obstacles ready: SGBM {self.config.sgbm.num_disparities} disparities, block "
-            f"{self.config.sgbm.block_size}; obstacles in '{self.config.values['base_frame']}'"
+            f"stereo_obstacles ready: SGBM {rng}, block {self.config.sgbm.block_size}; obstacles in "
+            f"'{v['base_frame']}'; camera pose from {self._tf_source}"
             + (", self-filter on" if self._robot is not None else ""))
+
+    # ------------------------------------------------------------------------------------ camera pose
+    def _subscribe_tf(self):
+        """Subscribe /tf_static and /tf when tf2_msgs is importable; returns a phrase for the logs."""
+        try:
+            from tf2_msgs.msg import TFMessage
+        except ImportError:
+            return "the camera_position/camera_orientation_xyzw parameters (tf2_msgs not installed: no tf)"
+        static_qos = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                                reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+        self.create_subscription(TFMessage, '/tf_static', lambda m: self._tf.add_message(m, static=True),
+                                 static_qos)
+        self.create_subscription(TFMessage, '/tf', lambda m: self._tf.add_message(m, static=False),
+                                 QoSProfile(depth=100))
+        return "tf (/tf_static, /tf), else the camera_position/camera_orientation_xyzw parameters"
+
+    def _camera_pose(self, camera_frame):
+        """(4, 4) left optical frame in base_frame: from tf when the transform exists, else the parameters;
+        logs the source whenever it changes."""
+        base = self.config.values['base_frame']
+        try:
+            T, source = self._tf.lookup(base, camera_frame), 'tf'
+            text = f"camera pose from tf: {base} -> {camera_frame}"
+        except TransformError as e:
+            o = self.config.obstacles
+            T, source = camera_pose_matrix(o.camera_position, o.camera_orientation_xyzw), 'parameters'
+            text = (f"camera pose from the camera_position/camera_orientation_xyzw parameters ({e})")
+        key = (source, camera_frame)
+        if key != self._pose_source:
+            self._pose_source = key
+            p = T[:3, 3]
+            self.get_logger().info(f"{text}: optical centre ({p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}) m, optical "
+                                   f"axis ({T[0, 2]:+.3f}, {T[1, 2]:+.3f}, {T[2, 2]:+.3f}) in {base}")
+        return T
+
+    @staticmethod
+    def _new_tracker(config):
+        v = config.values
+        return ObstacleTracker(v['track_appear_frames'], v['track_disappear_frames'], v['track_match_distance'])
+
+    def _get_matcher(self, geometry):
+        params = self.config.sgbm_for(geometry)
+        if self._matcher is None or self._matcher.params != params:
+            self._matcher = DisparityMatcher(params)
+            self.get_logger().info(
+                f"SGBM disparities {params.min_disparity}..{params.min_disparity + params.num_disparities - 1} px "
+                f"(fx {geometry.fx:.1f} px, baseline {geometry.baseline:.4f} m: depths "
+                f"{geometry.fx * geometry.baseline / max(params.min_disparity + params.num_disparities - 1, 1e-9):.2f}"
+                f" m and beyond" + (f" up to {geometry.fx * geometry.baseline / params.min_disparity:.2f} m"
+                                    if params.min_disparity > 0 else "") + ")")
+        return self._matcher
 
     # ------------------------------------------------------------------------------------ parameters
     def _on_set_parameters(self, params):
@@ -191,12 +295,16 @@ class StereoObstaclesNode(Node):
                 values[p.name] = p.value
         try:
             config = Config(values)
-            matcher = DisparityMatcher(config.sgbm)
+            if self._rectifier is not None:
+                DisparityMatcher(config.sgbm_for(self._rectifier.geometry))
             if config.values['self_filter'] != self.config.values['self_filter']:
                 raise ValueError("self_filter can only be set at start-up")
         except (ValueError, TypeError) as e:
             return SetParametersResult(successful=False, reason=str(e))
-        self.config, self._matcher = config, matcher
+        if any(config.values[n] != self.config.values[n] for n in
+               ('track_appear_frames', 'track_disappear_frames', 'track_match_distance')):
+            self._tracker = self._new_tracker(config)
+        self.config = config
         self._pairer.max_delay_s = config.values['max_pairing_delay']
         self._pairer.max_pending = config.values['pairing_buffer_size']
         return SetParametersResult(successful=True)
@@ -306,7 +414,7 @@ class StereoObstaclesNode(Node):
             raise ImageConversionError(f"{left_msg.encoding} image holds NaN or inf")
         grey_l, grey_r = rect.rectify(to_mono8(left, left_msg.encoding), to_mono8(right, right_msg.encoding))
         t1 = time.perf_counter()
-        disp = self._matcher.compute(grey_l, grey_r)
+        disp = self._get_matcher(g).compute(grey_l, grey_r)
         t2 = time.perf_counter()
         depth = g.depth_from_disparity(disp)
         want_cloud = self.config.values['publish_points'] and self._pub_points.get_subscription_count() > 0
@@ -316,15 +424,19 @@ class StereoObstaclesNode(Node):
             if not rect.is_noop:
                 colors, _ = rect.rectify(colors, colors)
         res = back_project(depth, g.fx, g.fy, g.cx, g.cy, colors=colors, rotation=g.R_left,
-                           max_depth=self.config.values['max_depth'])
+                           max_depth=self.config.values['max_depth'], min_depth=self.config.values['min_depth'])
         points, point_colors = res if colors is not None else (res, None)
         t3 = time.perf_counter()
-        det = detect_obstacles(points, self.config.obstacles, self._link_points())
-        t4 = time.perf_counter()
-
         header = left_msg.header
         frame = header.frame_id or self.config.values['camera_frame']
-        self._publish_obstacles(header.stamp, det.obstacles)
+        # The camera pose: base_frame -> the left camera_info's frame (the left optical frame).
+        info_frame = self._info['left'].header.frame_id or frame
+        det = detect_obstacles(points, self.config.obstacles, self._link_points(), self._camera_pose(info_frame))
+        self._log_plane(det.plane_detection)
+        obstacles = self._tracker.update(det.obstacles)
+        t4 = time.perf_counter()
+
+        self._publish_obstacles(header.stamp, obstacles)
         if self._pub_disp.get_subscription_count() > 0:
             self._publish_disparity(left_msg.header, frame, disp, g)
         if want_cloud:
@@ -333,10 +445,23 @@ class StereoObstaclesNode(Node):
         self.stats['frames'] += 1
         ms = {k: round(v * 1e3, 1) for k, v in det.timings.items()}
         self.get_logger().debug(
-            f"frame {header.stamp.sec}.{header.stamp.nanosec:09d}: {len(det.obstacles)} obstacles; "
+            f"frame {header.stamp.sec}.{header.stamp.nanosec:09d}: {len(obstacles)} obstacles "
+            f"({len(det.obstacles)} detected); "
             f"convert+rectify {(t1 - t0) * 1e3:.1f} ms, SGBM {(t2 - t1) * 1e3:.1f} ms, points "
             f"{(t3 - t2) * 1e3:.1f} ms, obstacles {(t4 - t3) * 1e3:.1f} ms {ms}, publish {(t5 - t4) * 1e3:.1f} ms, "
             f"total {(t5 - t0) * 1e3:.1f} ms; points {det.counts}")
+
+    def _log_plane(self, found):
+        """Log the support-plane outcome: when its status changes, and a rejection or absence at most once per
+        reject_log_period."""
+        if found is None:
+            return
+        if found.status != self._plane_status:
+            self._plane_status = found.status
+            (self.get_logger().info if found.status == 'found' else self.get_logger().warning)(
+                found.message + ("" if found.status == 'found' else "; no plane removed"))
+        elif found.status != 'found':
+            self._reject('plane', found.message + "; no plane removed", count=False)
 
     def _publish_obstacles(self, stamp, obstacles):
         base = self.config.values['base_frame']
@@ -367,13 +492,14 @@ class StereoObstaclesNode(Node):
             mk.pose.position = m.center
             mk.pose.orientation.w = 1.0
             mk.scale.x, mk.scale.y, mk.scale.z = (max(float(s), 0.005) for s in o.size)
-            mk.color.r, mk.color.g, mk.color.b, mk.color.a = 1.0, 0.45, 0.0, 0.6
+            mk.color.r, mk.color.g, mk.color.b = 1.0, 0.45, 0.0
+            mk.color.a = 0.2 + 0.6 * float(o.confidence)  # ObstacleArray has no confidence field: shown here
             markers.markers.append(mk)
         self._pub_obstacles.publish(out)
         self._pub_markers.publish(markers)
 
     def _publish_disparity(self, header, frame, disp, g):
-        p = self.config.sgbm
+        p = self._matcher.params
         msg = DisparityImage()
         msg.header.stamp = header.stamp
         msg.header.frame_id = frame

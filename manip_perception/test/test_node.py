@@ -256,7 +256,9 @@ def test_obstacles_over_dds(ros, scene, record_property):
     disp = found['disparity']
     cam = scene.camera
     assert disp.f == pytest.approx(cam.fx, rel=1e-6) and disp.t == pytest.approx(cam.baseline, rel=1e-6)
-    assert (disp.min_disparity, disp.max_disparity) == (0.0, 127.0)
+    # Derived from the working depth range of stereo_camera.yaml (0.45-3 m): d = fx * B / Z, block margin,
+    # a multiple of 16 disparities.
+    assert (disp.min_disparity, disp.max_disparity) == (18.0, 129.0)
     d = image_to_numpy(disp.image)
     assert d.shape == (cam.height, cam.width) and disp.image.encoding == '32FC1'
     valid = d >= disp.min_disparity
@@ -457,9 +459,13 @@ def test_parameters_declared_described_and_validated():
         assert not node.set_parameters([Parameter('workspace_max', value=[1.0, 1.0])])[0].successful
         assert not node.set_parameters([Parameter('camera_orientation_xyzw', value=[0.0, 0.0, 0.0, 0.0])])[
             0].successful
-        assert not node.set_parameters([Parameter('dbscan_eps', value=float('nan'))])[0].successful
+        assert not node.set_parameters([Parameter('voxel_size', value=float('nan'))])[0].successful
+        assert not node.set_parameters([Parameter('min_depth', value=6.0)])[0].successful  # > max_depth
+        assert not node.set_parameters([Parameter('track_appear_frames', value=0)])[0].successful
         assert not node.set_parameters([Parameter('self_filter', value=True)])[0].successful
-        assert node.config.sgbm.num_disparities == 128
+        assert node.config.values['num_disparities'] == 0  # derived from the depth range
+        assert node.config.values['texture_threshold'] == 0.0  # off for real cameras
+        assert node.config.obstacles.workspace_min == (-100.0,) * 3  # no crop, no scene assumed
         assert node.set_parameters([Parameter('num_disparities', value=96),
                                     Parameter('table_height', value=1)])[0].successful  # int for a float
         assert node.config.sgbm.num_disparities == 96 and node.config.obstacles.table_height == 1.0
