@@ -309,6 +309,23 @@ def empty_scene(camera, tmp_path_factory):
     return render_scene(camera, [], tmp_path_factory.mktemp('empty_scene'), seed=1)
 
 
+def _regression_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('manip_perception_regression_bags',
+                                                  Path(__file__).with_name('regression_bags.py'))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope='session')
+def regression_bags(tmp_path_factory):
+    """(module regression_bags, [mcap bag path, sqlite3 bag path]): generated once per session (about 5 s;
+    about 9 MB each, so they are not kept in the repository)."""
+    mod = _regression_module()
+    return mod, mod.generate(tmp_path_factory.mktemp('regression_bags'))
+
+
 @pytest.fixture(scope='session')
 def gt():
     """The helpers of this file (test modules cannot import conftest under --import-mode=importlib)."""
