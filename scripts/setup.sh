@@ -9,6 +9,8 @@
 #   1. python3 -m venv .venv                     (only if .venv/bin/python is missing)
 #   2. pip install -r requirements.txt -r requirements-test.txt -c constraints.txt
 #   3. /opt/python/cp311-cp311/... links + cmake build/install of manip_msgs into .venv
+#   3b. cmake build/install into .venv of the published interface packages that are not wheels
+#      (third_party/ros_interfaces/: control_msgs, tf2_msgs; colcon ignores them, see its README.md)
 #   4. pip install -e (no deps, no build isolation, editable_mode=compat) of every ament_python
 #      package, plus its data_files (ament index marker, package.xml) under .venv/share
 #   5. check that `import rclpy, manip_msgs.msg, manip_core` works in .venv
@@ -29,6 +31,8 @@ VERBOSE="${SETUP_VERBOSE:-0}"
 FORCE="${SETUP_FORCE:-0}"
 PACKAGES=(manip_core manip_planning manip_control manip_perception manip_sim)
 REQ_FILES=(requirements.txt requirements-test.txt constraints.txt)
+# Published interface packages missing from PyPI, built into .venv only (third_party/COLCON_IGNORE).
+THIRD_PARTY_MSGS=(control_msgs tf2_msgs)
 # Paths baked into the CMake exports of the ros-* wheels (the machine they were built on).
 OPT_INCLUDE=/opt/python/cp311-cp311/include/python3.11
 OPT_NUMPY=/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy
@@ -155,10 +159,16 @@ for p in "${PACKAGES[@]}"; do
     [ -f "$p/setup.py" ] || die "$p/setup.py is missing"
     pkg_key[$p]="$(printf '%s %s' "$self_hash" "$(hash_files "$p/setup.py" "$p/setup.cfg" "$p/package.xml" "$p/resource/$p")" | sha256sum | cut -d' ' -f1)"
 done
-all_key="$(printf '%s %s %s' "$req_key" "$msgs_key" "${pkg_key[*]}" | sha256sum | cut -d' ' -f1)"
+declare -A tp_key
+for p in "${THIRD_PARTY_MSGS[@]}"; do
+    mapfile -t tp_files < <(find "third_party/ros_interfaces/$p" -type f -not -path '*/.*' | LC_ALL=C sort)
+    [ "${#tp_files[@]}" -gt 0 ] || die "third_party/ros_interfaces/$p is missing"
+    tp_key[$p]="$(printf '%s %s' "$req_key" "$(hash_files "${tp_files[@]}")" | sha256sum | cut -d' ' -f1)"
+done
+all_key="$(printf '%s %s %s %s' "$req_key" "$msgs_key" "${pkg_key[*]}" "${tp_key[*]}" | sha256sum | cut -d' ' -f1)"
 
 site="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-if [ "$created" = 0 ] && stamp_ok verified "$all_key" && [ -d "$site/manip_msgs" ]; then
+if [ "$created" = 0 ] && stamp_ok verified "$all_key" && [ -d "$site/manip_msgs" ] && [ -d "$site/control_msgs" ]; then
     log "nothing to do: .venv is up to date (requirements, manip_msgs, ${#PACKAGES[@]} packages; --force redoes everything)"
     exit 0
 fi
@@ -201,6 +211,26 @@ else
     write_stamp manip_msgs "$msgs_key"
 fi
 
+# ---- 3b. published interface packages that are not wheels (same recipe as manip_msgs) -----------
+for p in "${THIRD_PARTY_MSGS[@]}"; do
+    if stamp_ok "msgs-$p" "${tp_key[$p]}" && [ -d "$site/$p" ]; then
+        log "$p: up to date"
+        continue
+    fi
+    # (the /opt/python links were made by step 3 whenever the requirements changed)
+    ensure_link "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" "$OPT_INCLUDE"
+    ensure_link "$site/numpy" "$OPT_NUMPY" version.py
+    log "building $p (third_party/ros_interfaces/$p) with cmake into .venv (a minute or more on 2 cores)"
+    rm -rf "$BUILD/$p"
+    run_logged "$BUILD/logs/$p-configure.log" \
+        env CMAKE_PREFIX_PATH="$VENV" AMENT_PREFIX_PATH="$VENV" \
+        cmake -S "third_party/ros_interfaces/$p" -B "$BUILD/$p" \
+        -DPython3_EXECUTABLE="$PY" -DCMAKE_INSTALL_PREFIX="$VENV" -DBUILD_TESTING=OFF
+    run_logged "$BUILD/logs/$p-build.log" \
+        env CMAKE_PREFIX_PATH="$VENV" AMENT_PREFIX_PATH="$VENV" make -C "$BUILD/$p" -j"$JOBS" install
+    write_stamp "msgs-$p" "${tp_key[$p]}"
+done
+
 # ---- 4. ament_python packages, editable ------------------------------------------------------
 todo=()
 for p in "${PACKAGES[@]}"; do
@@ -238,6 +268,8 @@ import importlib, os, sys
 import rclpy, manip_msgs.msg, manip_core  # noqa: F401  (the check asked for)
 from manip_msgs.msg import RobotModel  # noqa: F401
 from manip_msgs.srv import GetRobotModel  # noqa: F401
+from control_msgs.action import FollowJointTrajectory  # noqa: F401  (third_party/ros_interfaces)
+from tf2_msgs.msg import TFMessage  # noqa: F401
 for name in sys.argv[1:]:
     # Must resolve to <repo>/<pkg>/<pkg>, not to the outer folder of the same name.
     mod = importlib.import_module(name)

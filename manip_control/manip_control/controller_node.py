@@ -70,12 +70,15 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from control_msgs.action import FollowJointTrajectory
 from manip_msgs.action import ExecuteTrajectory
 from manip_msgs.msg import ControllerState
 
 from manip_core.ros.model_source import RobotModelSource
 
 from . import tolerances as tol
+from .command_interfaces import COMMAND_TOPICS, check_interface, position_command, velocity_command
+from .follow_joint_trajectory import JTC_TEXTS, MANIP_TEXTS, PartialGoalError, feedback_index, fill_partial_goal
 from .control_laws import CONTROL_LAWS, gravity_hold, make_law
 from .trajectory_sampler import InvalidJoints, InvalidTrajectory, Trajectory, TrajectorySampler, validate
 
@@ -112,8 +115,11 @@ class _Goal:
     """One goal from acceptance to its report. The control tick (or a preemption, a cancel, the stale
     watchdog, shutdown) finishes it; the action server's execute callback then reports the result."""
 
-    def __init__(self, handle, traj=None, path_tol=None, goal_tol=None, goal_time=math.inf):
+    def __init__(self, handle, traj=None, path_tol=None, goal_tol=None, goal_time=math.inf, action=None):
         self.handle = handle
+        # the action type (Result/Feedback classes) and its result strings (follow_joint_trajectory.GoalTexts)
+        self.action = action if action is not None else ExecuteTrajectory
+        self.texts = JTC_TEXTS if self.action is FollowJointTrajectory else MANIP_TEXTS
         self.key = bytes(handle.goal_id.uuid)
         self.id = self.key.hex()[:8]
         self.traj = traj
@@ -200,6 +206,16 @@ class ControllerNode(Node):
             "goal_tolerance.velocity": self._param("goal_tolerance.velocity", [0.05],
                                                    "default goal velocity tolerance (rad/s); 0 = not checked"),
         }
+        self.command_interface = check_interface(self._param(
+            "command_interface", "effort",
+            "effort (effort_controller/commands), position (forward_position_controller/commands) or velocity "
+            "(forward_velocity_controller/commands)"))
+        self.velocity_command_gain = float(self._param(
+            "velocity_command_gain", 10.0, "1/s: velocity command = desired velocity + gain * position error"))
+        self.allow_partial_joints_goal = bool(self._param(
+            "allow_partial_joints_goal", False,
+            "accept trajectories naming a subset of the joints; the others hold their set point "
+            "(ros2_control's joint_trajectory_controller parameter)"))
         self.goal_time_tolerance = float(self._param("goal_time_tolerance", 1.0,
                                                      "default time (s) after the trajectory's end to reach "
                                                      "the goal tolerance; 0 = no limit"))
@@ -208,7 +224,8 @@ class ControllerNode(Node):
         # on the lock otherwise); the action server has its own reentrant group. No callback waits.
         self._cb_control = MutuallyExclusiveCallbackGroup()
         self._cb_action = ReentrantCallbackGroup()
-        self._effort_pub = self.create_publisher(Float64MultiArray, "effort_controller/commands", 10)
+        # the driver's command topic (command_interfaces.COMMAND_TOPICS): efforts, positions or velocities
+        self._effort_pub = self.create_publisher(Float64MultiArray, COMMAND_TOPICS[self.command_interface], 10)
         self._state_pub = self.create_publisher(ControllerState, "joint_trajectory_controller/controller_state",
                                                 10)
         self._js_sub = self.create_subscription(JointState, "joint_states", self._on_joint_states, 1,
@@ -221,6 +238,14 @@ class ControllerNode(Node):
                                     handle_accepted_callback=self._on_goal_accepted,
                                     cancel_callback=self._on_cancel_request,
                                     callback_group=self._cb_action)
+        # control_msgs/FollowJointTrajectory under ros2_control's name: the same goals, with
+        # joint_trajectory_controller's goal checks (invalid goals REJECTED) and result strings.
+        self._fjt_action = ActionServer(self, FollowJointTrajectory, "joint_trajectory_controller/follow_joint_trajectory",
+                                        execute_callback=self._report_goal,
+                                        goal_callback=self._check_fjt_goal,
+                                        handle_accepted_callback=self._on_goal_accepted,
+                                        cancel_callback=self._on_cancel_request,
+                                        callback_group=self._cb_action)
         self._source = RobotModelSource(self, on_model=self._on_model)
         self._period_s = 1.0 / self.rate_hz
         self._timer = self.create_timer(self._period_s, self._tick, callback_group=self._cb_control)
@@ -375,8 +400,15 @@ class ControllerNode(Node):
         model = self._model
         if self._stale:
             raise _Rejected(Result.INVALID_GOAL, "joint_states are stale; the controller holds position")
+        names, points = msg.joint_names, msg.points
+        if self.allow_partial_joints_goal:  # the joints it does not name hold their set point
+            hold = self._snapshot[2][0] if self._snapshot is not None else self._state[0]
+            try:
+                names, points = fill_partial_goal(names, points, model.joint_names, hold)
+            except PartialGoalError as e:
+                raise _Rejected(Result.INVALID_GOAL, str(e)) from None
         try:
-            traj = validate(Trajectory.from_points(msg.joint_names, msg.points), model.joint_names,
+            traj = validate(Trajectory.from_points(names, points), model.joint_names,
                             model.joint_lower, model.joint_upper)
         except InvalidJoints as e:
             raise _Rejected(Result.INVALID_JOINTS, str(e)) from None
@@ -395,7 +427,7 @@ class ControllerNode(Node):
     def _preempt_locked(self, why):
         for g in (self._goal, self._active.goal if self._active else None):
             if g is not None:
-                g.finish(Result.INVALID_GOAL, why)
+                g.finish(Result.INVALID_GOAL, g.texts.preempted(why))
         self._goal = None
         if self._active is not None:
             self._active.goal = None
@@ -406,29 +438,47 @@ class ControllerNode(Node):
         with self._lock:
             return len(self._goals)
 
-    def _on_goal_accepted(self, handle):
-        """Check a new goal; a valid one replaces the running trajectory, an invalid one is reported at once."""
-        req = handle.request
+    def _check_goal_locked(self, req, now):
+        """(trajectory, start ns, path tolerances, goal tolerances, goal time s) of a goal; raises _Rejected."""
+        if self._model is None or self._state is None:
+            raise _Rejected(Result.INVALID_GOAL, "the controller has no robot model or joint_states yet")
+        traj, t0 = self._check_trajectory_locked(req.trajectory, now)
+        names = self._model.joint_names
+        try:
+            path_tol = tol.resolve(names, req.path_tolerance, self._default_tol["path"], "path_tolerance")
+            goal_tol = tol.resolve(names, req.goal_tolerance, self._default_tol["goal"], "goal_tolerance")
+            goal_time = tol.resolve_goal_time(_sec(req.goal_time_tolerance), self.goal_time_tolerance)
+        except tol.ToleranceError as e:
+            raise _Rejected(Result.INVALID_GOAL, str(e)) from None
+        return traj, t0, path_tol, goal_tol, goal_time
+
+    def _check_fjt_goal(self, request):
+        """Goal callback of FollowJointTrajectory: as joint_trajectory_controller, an invalid goal is REJECTED
+        (the reason goes to the log: a goal response has no field for it)."""
         now = self.get_clock().now().nanoseconds
         with self._lock:
             try:
-                if self._model is None or self._state is None:
-                    raise _Rejected(Result.INVALID_GOAL, "the controller has no robot model or joint_states yet")
-                traj, t0 = self._check_trajectory_locked(req.trajectory, now)
-                names = self._model.joint_names
-                try:
-                    path_tol = tol.resolve(names, req.path_tolerance, self._default_tol["path"], "path_tolerance")
-                    goal_tol = tol.resolve(names, req.goal_tolerance, self._default_tol["goal"], "goal_tolerance")
-                    goal_time = tol.resolve_goal_time(_sec(req.goal_time_tolerance), self.goal_time_tolerance)
-                except tol.ToleranceError as e:
-                    raise _Rejected(Result.INVALID_GOAL, str(e)) from None
+                self._check_goal_locked(request, now)
             except _Rejected as r:
-                goal = _Goal(handle)
+                self.get_logger().warning(f"FollowJointTrajectory goal rejected ({_code_name(r.code)}): {r.text}")
+                return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_goal_accepted(self, handle):
+        """Check a new goal; a valid one replaces the running trajectory, an invalid one is reported at once."""
+        req = handle.request
+        action = FollowJointTrajectory if isinstance(req, FollowJointTrajectory.Goal) else ExecuteTrajectory
+        now = self.get_clock().now().nanoseconds
+        with self._lock:
+            try:
+                traj, t0, path_tol, goal_tol, goal_time = self._check_goal_locked(req, now)
+            except _Rejected as r:
+                goal = _Goal(handle, action=action)
                 goal.finish(r.code, r.text)
                 self._goals[goal.key] = goal
                 self.get_logger().warning(f"goal {goal.id} rejected ({_code_name(r.code)}): {r.text}")
             else:
-                goal = _Goal(handle, traj, path_tol, goal_tol, goal_time)
+                goal = _Goal(handle, traj, path_tol, goal_tol, goal_time, action=action)
                 self._goals[goal.key] = goal
                 self._preempt_locked("preempted by a new goal")
                 self._active = _Active(traj, t0, goal)
@@ -474,7 +524,7 @@ class ControllerNode(Node):
         if goal is None:  # not ours (cannot happen: every goal goes through _on_goal_accepted)
             handle.abort()
             return Result(error_code=Result.INVALID_GOAL, error_string="unknown goal")
-        res = Result(error_code=int(goal.code), error_string=goal.text)
+        res = goal.action.Result(error_code=int(goal.code), error_string=goal.text)
         fe = goal.final_error
         if fe is None and snapshot is not None and goal.traj is not None:
             fe = snapshot[4]  # errors at the latest tick
@@ -503,7 +553,7 @@ class ControllerNode(Node):
             return
         self._last_feedback_ns = now_ns
         (q_d, qd_d, qdd_d), (q, qd), (e, ed) = desired, actual, error
-        fb = ExecuteTrajectory.Feedback()
+        fb = goal.action.Feedback()
         fb.header.stamp = stamp
         fb.joint_names = list(goal.traj.joint_names)
         tfs = _duration_msg(t_rel)
@@ -511,6 +561,8 @@ class ControllerNode(Node):
                                           accelerations=_floats(qdd_d), time_from_start=tfs)
         fb.actual = JointTrajectoryPoint(positions=_floats(q), velocities=_floats(qd), time_from_start=tfs)
         fb.error = JointTrajectoryPoint(positions=_floats(e), velocities=_floats(ed), time_from_start=tfs)
+        if hasattr(fb, "index"):  # control_msgs >= 6.3 (Kilted): the point the trajectory heads to
+            fb.index = feedback_index(goal.traj.times, t_rel)
         try:
             goal.handle.publish_feedback(fb)
         except Exception:  # the goal handle is going away
@@ -560,7 +612,7 @@ class ControllerNode(Node):
                 self.get_logger().info("first joint_states: holding the measured position")
             for g in list(self._goals.values()):
                 last_errors = self._snapshot[4] if self._snapshot is not None else None
-                if g.cancel_requested and g.finish(Result.SUCCESSFUL, "canceled; holding the current position",
+                if g.cancel_requested and g.finish(Result.SUCCESSFUL, g.texts.canceled(),
                                                    last_errors, canceled=True):
                     self._stop_goal_locked(g)
             mode = ControllerState.MODE_HOLD
@@ -597,7 +649,7 @@ class ControllerNode(Node):
         if act is not None and act.goal is not None:
             v = tol.check(act.goal.path_tol, names, e, ed)
             if v is not None and act.goal.finish(Result.PATH_TOLERANCE_VIOLATED,
-                                                 f"path tolerance violated at t = {t_rel:.3f} s: {v}",
+                                                 act.goal.texts.path_violation(t_rel, v),
                                                  (e.copy(), ed.copy())):
                 self._active = None
                 self._hold = q.copy()
@@ -609,19 +661,29 @@ class ControllerNode(Node):
         within = tol.check(g.goal_tol, names, e, ed)
         outcome = tol.goal_outcome(t_rel, end, g.goal_time, within is None)
         if outcome == tol.SUCCEEDED:
-            g.finish(Result.SUCCESSFUL, "", (e.copy(), ed.copy()))
+            g.finish(Result.SUCCESSFUL, g.texts.succeeded(), (e.copy(), ed.copy()))
             self._goal = None
         elif outcome == tol.TIMED_OUT:
-            g.finish(Result.GOAL_TOLERANCE_VIOLATED,
-                     f"goal tolerance not reached {t_rel - end:.3f} s after the trajectory's end "
-                     f"(goal_time_tolerance {g.goal_time:g} s): {within}", (e.copy(), ed.copy()))
+            g.finish(Result.GOAL_TOLERANCE_VIOLATED, g.texts.goal_time_exceeded(t_rel - end, g.goal_time, within),
+                     (e.copy(), ed.copy()))
             self._goal = None
             self._hold = q.copy()
+
+    def _command_msg(self, q_d, qd_d, q, out):
+        """The command of the selected interface: efforts, desired positions, or velocities (model order)."""
+        model = self._model
+        if self.command_interface == "position":
+            cmd = position_command(q_d, model.joint_lower, model.joint_upper)
+        elif self.command_interface == "velocity":
+            cmd = velocity_command(q_d, qd_d, q, self.velocity_command_gain, model.velocity_limits)
+        else:
+            cmd = out.tau
+        return Float64MultiArray(data=_floats(cmd))
 
     def _publish(self, now_msg, mode, desired, actual, error, out, t_rel):
         model = self._model
         try:
-            self._effort_pub.publish(Float64MultiArray(data=_floats(out.tau)))
+            self._effort_pub.publish(self._command_msg(desired[0], desired[1], actual[0], out))
         except Exception:
             if self.context.ok():
                 raise

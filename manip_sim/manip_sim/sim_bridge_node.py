@@ -9,11 +9,15 @@ Publishes (names relative, except /clock; see docs/graph.md):
       replaced by "right", e.g. stereo_right_optical); right P[3] = -fx * baseline. Stamp: the simulated
       time of the state that was rendered.
   sim/objects (manip_msgs/SceneObjectArray)  ground truth in base_frame, objects_rate_hz
+  /tf_static (tf2_msgs/TFMessage, transient local)  world_frame -> base_frame (the scene's robot base pose;
+      left out when world_frame is empty or equal to base_frame), base_frame -> camera_frame and
+      camera_frame -> right_camera_frame (the stereo pair), once at start-up
 Subscribes:
-  effort_controller/commands, position_controller/commands (std_msgs/Float64MultiArray, model joint order);
-      a wrong length, NaN/inf (or a position beyond the limits) is logged and dropped (the previous command
-      stays); the latest valid command of either kind decides the mode; no command for command_timeout s
-      (simulated) -> the robot holds its position.
+  effort_controller/commands, forward_position_controller/commands, forward_velocity_controller/commands
+      (std_msgs/Float64MultiArray, model joint order; ros2_control's forward_command_controller convention);
+      a wrong length, NaN/inf (or a position beyond the limits, a velocity beyond the velocity limits) is
+      logged and dropped (the previous command stays); the latest valid command of any kind decides the mode;
+      no command for command_timeout s (simulated) -> the robot holds its position.
 Serves:
   gripper/grasp (manip_msgs/srv/Grasp): suction attach (named or nearest object) / release.
 
@@ -47,6 +51,9 @@ from manip_msgs.srv import Grasp
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
+from tf2_msgs.msg import TFMessage
+
+from manip_core.ros.tf import STATIC_QOS, transform_msg
 
 from .camera import RenderProcess, StereoCamera, right_frame_name
 from .scene import SceneError, default_scene_path, load_scene
@@ -134,9 +141,13 @@ class SimBridge(Node):
                           for s in ("left", "right")]
         self.create_subscription(Float64MultiArray, "effort_controller/commands",
                                  lambda m: self._on_command(m, "effort"), reliable)
-        self.create_subscription(Float64MultiArray, "position_controller/commands",
+        self.create_subscription(Float64MultiArray, "forward_position_controller/commands",
                                  lambda m: self._on_command(m, "position"), reliable)
+        self.create_subscription(Float64MultiArray, "forward_velocity_controller/commands",
+                                 lambda m: self._on_command(m, "velocity"), reliable)
         self.create_service(Grasp, "gripper/grasp", self._on_grasp)
+        self.pub_tf_static = self.create_publisher(TFMessage, "/tf_static", STATIC_QOS)
+        self._publish_static_frames(p)
 
         rate = p["physics_rate_hz"]
         self._every_clock = 1 if p["clock_rate_hz"] <= 0 else max(1, round(rate / p["clock_rate_hz"]))
@@ -174,6 +185,21 @@ class SimBridge(Node):
         for t in self._threads:
             t.start()
 
+    def _publish_static_frames(self, p):
+        """world -> base (scene), base -> left optical, left -> right optical on /tf_static."""
+        from .transforms import pose_matrix
+        stamp = stamp_from_seconds(0.0)
+        c = self.camera
+        frames = []
+        if p["world_frame"] and p["world_frame"] != p["base_frame"]:
+            world_T_base = pose_matrix(self.scene.robot.base_position, self.scene.robot.base_orientation_xyzw)
+            frames.append((p["world_frame"], p["base_frame"], world_T_base))
+        base_T_left = c.pose(False)
+        frames.append((p["base_frame"], c.frame_id, base_T_left))
+        frames.append((c.frame_id, c.right_frame_id, np.linalg.inv(base_T_left) @ c.pose(True)))
+        self.pub_tf_static.publish(TFMessage(transforms=[transform_msg(stamp, a, b, T) for a, b, T in frames]))
+        self.get_logger().info("/tf_static: " + ", ".join(f"{a} -> {b}" for a, b, _ in frames))
+
     # ---------------------------------------------------------------------------------- parameters
     def _declare_parameters(self):
         defaults = {
@@ -188,6 +214,7 @@ class SimBridge(Node):
             "lockstep_max_wait": 0.05,
             "camera_rate_hz": 2.0,
             "objects_rate_hz": 10.0,
+            "world_frame": "world",
             **CAMERA_DEFAULTS,
         }
         values = {}
@@ -217,11 +244,12 @@ class SimBridge(Node):
 
     def _on_command(self, msg, kind):
         try:
-            values = (self.world.check_efforts if kind == "effort" else self.world.check_positions)(msg.data)
+            values = {"effort": self.world.check_efforts, "position": self.world.check_positions,
+                      "velocity": self.world.check_velocities}[kind](msg.data)
         except CommandError as exc:
             self._rejected += 1
-            self.get_logger().warning(f"rejected {kind} command on {kind}_controller/commands: {exc}; keeping the "
-                                      f"previous command")
+            topic = "effort_controller/commands" if kind == "effort" else f"forward_{kind}_controller/commands"
+            self.get_logger().warning(f"rejected {kind} command on {topic}: {exc}; keeping the previous command")
             return
         self._inbox.put((kind, values, None))
 
@@ -256,6 +284,8 @@ class SimBridge(Node):
                                               throttle_duration_sec=1.0)
             elif kind == "position":
                 w.set_position_targets(payload)
+            elif kind == "velocity":
+                w.set_velocity_targets(payload)
             elif kind == "grasp":
                 attach, name, max_distance = payload
                 done, box = reply

@@ -38,7 +38,7 @@ from .transforms import invert, matrix_to_pose, pose_matrix, quat_to_matrix
 
 _log = logging.getLogger("manip_sim.world")
 
-MODE_HOLD, MODE_EFFORT, MODE_POSITION = "hold", "effort", "position"
+MODE_HOLD, MODE_EFFORT, MODE_POSITION, MODE_VELOCITY = "hold", "effort", "position", "velocity"
 DEFAULT_GRAVITY = 9.81
 _UNLIMITED_EFFORT = 1.0e4   # N*m, used as motor force when the URDF gives no usable effort limit
 
@@ -313,6 +313,7 @@ class World:
         self._attached = None      # (name, constraint id)
         self._tau = np.zeros(self.dof)
         self._q_target = np.array(q0, dtype=float)
+        self._qd_target = np.zeros(self.dof)
         self._last_command_time = 0.0
         self.watchdog_trips = 0
         self.set_joint_positions(q0)
@@ -357,6 +358,17 @@ class World:
                                f"{[self.joint_names[i] for i in np.flatnonzero(bad)]}")
         return q
 
+    def check_velocities(self, qd):
+        """The velocity command as an array; raises CommandError (wrong length, NaN/inf, beyond the URDF
+        velocity limits)."""
+        qd = self._vector(qd, "velocity command")
+        limits = np.asarray(self.model.velocity_limits, dtype=float)
+        bad = np.abs(qd) > limits + 1e-9
+        if bad.any():
+            raise CommandError(f"velocity command beyond the velocity limits at "
+                               f"{[self.joint_names[i] for i in np.flatnonzero(bad)]}")
+        return qd
+
     # ----------------------------------------------------------------------------------- commands
     def apply_efforts(self, tau):
         """Command joint efforts (N*m or N, model order), applied every step until the next command (or the
@@ -380,6 +392,14 @@ class World:
         q = self.check_positions(q)
         self._q_target = q.copy()
         self.mode = MODE_POSITION
+        self._last_command_time = self.time
+
+    def set_velocity_targets(self, qd):
+        """Command joint velocities (rad/s or m/s, model order): PyBullet velocity control with the effort
+        limits as maximum force. Raises CommandError for a wrong length, NaN/inf or beyond the velocity limits."""
+        qd = self.check_velocities(qd)
+        self._qd_target = qd.copy()
+        self.mode = MODE_VELOCITY
         self._last_command_time = self.time
 
     @property
@@ -414,6 +434,10 @@ class World:
             if self.mode == MODE_EFFORT:
                 pb.setJointMotorControlArray(self.robot, self._idx, pb.TORQUE_CONTROL, forces=self._tau.tolist(),
                                              physicsClientId=c)
+            elif self.mode == MODE_VELOCITY:
+                pb.setJointMotorControlArray(self.robot, self._idx, pb.VELOCITY_CONTROL,
+                                             targetVelocities=self._qd_target.tolist(),
+                                             forces=self._motor_force.tolist(), physicsClientId=c)
             else:
                 pb.setJointMotorControlArray(self.robot, self._idx, pb.POSITION_CONTROL,
                                              targetPositions=self._q_target.tolist(),
