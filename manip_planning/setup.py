@@ -23,6 +23,7 @@ setup(
         'console_scripts': [
             'planner = manip_planning.planner_node:main',
             'pick_place = manip_planning.pick_place_node:main',
+            'manip-plan-bench = manip_planning.plan_bench:main',
         ],
     },
 )

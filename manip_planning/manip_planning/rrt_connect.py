@@ -1,0 +1,183 @@
+"""Bidirectional RRT-Connect in joint space (Kuffner & LaValle, ICRA 2000), compiled with numba.
+
+Two trees grow from the start and the goal. Each iteration samples a configuration uniformly within the
+joint limits, extends one tree towards it by at most ``range_rad`` (Euclidean joint distance, rad), then
+greedily connects the other tree to the new node; the trees swap roles each iteration. Every edge is checked
+with collision_kernels.edge_free at steps of at most ``resolution_rad`` (default 1/32 rad). The direct edge
+start -> goal is tried first. The search runs in chunks of iterations so that the time limit (s) is honoured
+from Python; the random stream is numba's, seeded with ``seed`` (same seed, same scene: same path).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .collision_kernels import config_free, edge_free
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+DEFAULT_RESOLUTION = 1.0 / 32.0
+
+
+@dataclass
+class SearchResult:
+    """path: (N, dof) waypoints from start to goal (None when not found); iterations; nodes in both trees;
+    time_s: wall time of the search; message: why it failed."""
+
+    path: np.ndarray
+    iterations: int
+    nodes: int
+    time_s: float
+    message: str = ""
+
+    @property
+    def success(self):
+        return self.path is not None
+
+
+@njit(**_JIT)
+def _seed(seed):
+    np.random.seed(seed)
+
+
+@njit(inline="always", **_JIT)
+def _nearest(T, n, q):
+    best, bi = np.inf, 0
+    dof = q.shape[0]
+    for i in range(n):
+        d = 0.0
+        for k in range(dof):
+            e = T[i, k] - q[k]
+            d += e * e
+            if d >= best:
+                break
+        if d < best:
+            best, bi = d, i
+    return bi
+
+
+@njit(inline="always", **_JIT)
+def _steer(a, b, range_rad, out):
+    """out = a + (b - a) min(1, range / |b - a|); returns True when out reached b."""
+    d = 0.0
+    for k in range(a.shape[0]):
+        d += (b[k] - a[k]) ** 2
+    d = math.sqrt(d)
+    if d <= range_rad:
+        for k in range(a.shape[0]):
+            out[k] = b[k]
+        return True
+    t = range_rad / d
+    for k in range(a.shape[0]):
+        out[k] = a[k] + t * (b[k] - a[k])
+    return False
+
+
+@njit(**_JIT)
+def grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, state):
+    """Run up to n_iter iterations. trees (2, M, dof) (tree 0 rooted at the start, 1 at the goal), parents
+    (2, M), sizes (2,), state [iterations done, swap flag, connection node in tree 0, in tree 1].
+    Returns 1 when the trees connected, 0 when not yet, -1 when a tree is full."""
+    dof = lo.shape[0]
+    M = trees.shape[1]
+    qr = np.empty(dof)
+    qn = np.empty(dof)
+    scratch = np.empty(dof)
+    for _ in range(n_iter):
+        state[0] += 1
+        a = state[1]
+        b = 1 - a
+        state[1] = b
+        if sizes[0] >= M - 1 or sizes[1] >= M - 1:
+            return -1
+        for k in range(dof):
+            qr[k] = lo[k] + np.random.random() * (hi[k] - lo[k])
+        Ta, Tb = trees[a], trees[b]
+        i = _nearest(Ta, sizes[a], qr)
+        _steer(Ta[i], qr, range_rad, qn)
+        if not edge_free(ca, Ta[i], qn, resolution, scratch):
+            continue
+        na = sizes[a]
+        Ta[na, :] = qn
+        parents[a, na] = i
+        sizes[a] += 1
+        # connect tree b to qn
+        j = _nearest(Tb, sizes[b], qn)
+        while True:
+            if sizes[b] >= M - 1:
+                return -1
+            nb = sizes[b]
+            reached = _steer(Tb[j], qn, range_rad, Tb[nb])
+            if not edge_free(ca, Tb[j], Tb[nb], resolution, scratch):
+                break
+            parents[b, nb] = j
+            sizes[b] += 1
+            j = nb
+            if reached:
+                state[2 + a] = na
+                state[2 + b] = nb
+                return 1
+    return 0
+
+
+def _trace(tree, parents, node):
+    out = []
+    while node >= 0:
+        out.append(tree[node])
+        node = parents[node]
+    return out
+
+
+class RRTConnect:
+    """RRT-Connect over a CollisionChecker (robot_collision.py). range_rad: largest extension step (rad);
+    resolution_rad: edge checking step (rad); max_nodes: per tree."""
+
+    name = "rrt_connect"
+
+    def __init__(self, checker, range_rad=0.5, resolution_rad=DEFAULT_RESOLUTION, max_nodes=20000, chunk=64):
+        self.checker = checker
+        self.range_rad = float(range_rad)
+        self.resolution = float(resolution_rad)
+        self.max_nodes = int(max_nodes)
+        self.chunk = int(chunk)
+        lo = np.array(checker.lower, dtype=np.float64)
+        hi = np.array(checker.upper, dtype=np.float64)
+        # unbounded (continuous) joints are sampled over one turn around zero
+        self.lo = np.where(np.isfinite(lo), lo, -math.pi)
+        self.hi = np.where(np.isfinite(hi), hi, math.pi)
+
+    def solve(self, start, goal, time_limit_s=1.0, seed=0):
+        """SearchResult for start -> goal (both (dof,), rad); the caller checks that both are free."""
+        t0 = time.perf_counter()
+        ch = self.checker
+        dof = ch.dof
+        q0 = np.ascontiguousarray(start, dtype=np.float64).reshape(dof)
+        q1 = np.ascontiguousarray(goal, dtype=np.float64).reshape(dof)
+        if edge_free(ch.ca, q0, q1, self.resolution, np.empty(dof)):
+            return SearchResult(np.array([q0, q1]), 0, 2, time.perf_counter() - t0)
+        _seed(int(seed) & 0x7FFFFFFF)
+        M = self.max_nodes
+        trees = np.empty((2, M, dof))
+        parents = np.full((2, M), -1, dtype=np.int64)
+        trees[0, 0], trees[1, 0] = q0, q1
+        sizes = np.array([1, 1], dtype=np.int64)
+        state = np.zeros(4, dtype=np.int64)
+        deadline = t0 + float(time_limit_s)
+        while True:
+            st = grow(ch.ca, self.lo, self.hi, trees, parents, sizes, self.range_rad, self.resolution,
+                      self.chunk, state)
+            if st == 1:
+                a = _trace(trees[0], parents[0], state[2])[::-1]
+                b = _trace(trees[1], parents[1], state[3])
+                path = np.array(a + b[1:])  # the connection node is in both
+                return SearchResult(path, int(state[0]), int(sizes.sum()), time.perf_counter() - t0)
+            if st == -1:
+                return SearchResult(None, int(state[0]), int(sizes.sum()), time.perf_counter() - t0,
+                                    f"the trees reached {M} nodes without connecting")
+            if time.perf_counter() > deadline:
+                return SearchResult(None, int(state[0]), int(sizes.sum()), time.perf_counter() - t0,
+                                    f"no path within {time_limit_s:g} s ({int(state[0])} iterations, "
+                                    f"{int(sizes.sum())} nodes)")
