@@ -66,6 +66,7 @@ except ImportError:  # pragma: no cover (an rclpy without statically typed, unin
         pass
 from rcl_interfaces.msg import ParameterDescriptor
 from builtin_interfaces.msg import Duration as DurationMsg
+from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -79,7 +80,9 @@ from manip_core.ros.model_source import RobotModelSource
 from . import tolerances as tol
 from .command_interfaces import COMMAND_TOPICS, check_interface, position_command, velocity_command
 from .follow_joint_trajectory import JTC_TEXTS, MANIP_TEXTS, PartialGoalError, feedback_index, fill_partial_goal
-from .control_laws import CONTROL_LAWS, gravity_hold, make_law
+from .control_laws import CONTROL_LAWS, gravity_hold
+from .kalman import KALMAN_PARAMETERS, check_estimator, make_estimator
+from .laws import law_class, make_law
 from .trajectory_sampler import InvalidJoints, InvalidTrajectory, Trajectory, TrajectorySampler, validate
 
 Result = ExecuteTrajectory.Result
@@ -176,11 +179,21 @@ class ControllerNode(Node):
         self._tick_stats = [0, 0.0, 0.0, 0.0]  # count, sum dt, sum dt^2, max |dt - period|
 
         self.control_law = self._param("control_law", "computed_torque",
-                                       "control law: computed_torque (M(q)(qdd_d + Kp e + Kd ed) + c + g) or "
-                                       "pd (Kp e + Kd ed + g(q))")
+                                       "control law: pd, pid, computed_torque, robust (sliding mode), adaptive "
+                                       "(Slotine-Li) or osc (operational space); manip_control.laws")
         if self.control_law not in CONTROL_LAWS:
             raise ValueError(f"parameter control_law must be one of {', '.join(CONTROL_LAWS)}, got "
                              f"'{self.control_law}'")
+        # the selected law's own parameters, <law>.<name> (control_laws.Param), checked before any model
+        self._law_params = {p.name: self._param(f"{self.control_law}.{p.name}", p.default, p.description)
+                            for p in law_class(self.control_law).PARAMETERS}
+        law_class(self.control_law).check_params(self._law_params)
+        self.state_estimator = self._param("state_estimator", "none",
+                                           "none (joint_states as they come) or kalman (positions filtered by "
+                                           "manip_control.kalman; velocities from the filter)")
+        self._kalman_params = {k: self._param(f"kalman.{k}", v, d) for k, v, d in KALMAN_PARAMETERS}
+        check_estimator(self.state_estimator, self._kalman_params)
+        self._estimator = None
         self.rate_hz = float(self._param("rate_hz", 250.0, "control rate (Hz) on the node clock"))
         self.executor_threads = int(self._param("executor_threads", 1,
                                                 "1: SingleThreadedExecutor; more: MultiThreadedExecutor with "
@@ -246,6 +259,8 @@ class ControllerNode(Node):
                                         handle_accepted_callback=self._on_goal_accepted,
                                         cancel_callback=self._on_cancel_request,
                                         callback_group=self._cb_action)
+        self._pose_sub = self.create_subscription(PoseStamped, "target_pose", self._on_target_pose, 10,
+                                                  callback_group=self._cb_control)
         self._source = RobotModelSource(self, on_model=self._on_model)
         self._period_s = 1.0 / self.rate_hz
         self._timer = self.create_timer(self._period_s, self._tick, callback_group=self._cb_control)
@@ -276,7 +291,8 @@ class ControllerNode(Node):
     def _on_model(self, model, *_urdf_text):
         n = model.dof
         try:
-            law = make_law(self.control_law, model, self.kp, self.kd)
+            law = make_law(self.control_law, model, self.kp, self.kd, 1.0 / self.rate_hz, self._law_params)
+            estimator = make_estimator(self.state_estimator, n, self._kalman_params)
             defaults = {
                 "path": tol.defaults_from_params(n, self._tol_params["path_tolerance.position"],
                                                  self._tol_params["path_tolerance.velocity"], (), "path_tolerance"),
@@ -299,6 +315,7 @@ class ControllerNode(Node):
             if not same:
                 self._reset_locked("the robot model changed")
             self._model, self._law, self._default_tol = model, law, defaults
+            self._estimator = estimator
         self._dispatch_finished()
         self.get_logger().info(f"controlling {n} joints ({', '.join(model.joint_names)}) with {law.name}: "
                                f"kp {np.array2string(law.kp, precision=4)}, kd {np.array2string(law.kd, precision=4)}")
@@ -363,6 +380,8 @@ class ControllerNode(Node):
         with self._lock:
             if self._model is model:
                 self._prev_js = (q, t_state)
+                if self._estimator is not None:  # state_estimator: kalman (positions in, q and qd out)
+                    q, qd = self._estimator.update(q, t_state * 1e-9)
                 self._state = (q, qd, t_state)
 
     def _on_trajectory(self, msg):
@@ -424,7 +443,35 @@ class ControllerNode(Node):
                             f"{(now_ns - end_ns) * 1e-9:.3f} s in the past")
         return traj, stamp_ns
 
+    def _on_target_pose(self, msg):
+        """A tip pose target (base frame) for laws that take one (osc: set_target_pose); it preempts the
+        trajectory, the joints' set point (the null-space posture) becomes the measured position."""
+        with self._lock:
+            law, model, state = self._law, self._model, self._state
+            if law is None or state is None or not hasattr(law, "set_target_pose"):
+                self._warn_once("pose_law", f"target_pose ignored: control law {self.control_law} takes no pose "
+                                            f"targets (or no model/joint_states yet); use control_law:=osc")
+                return
+            frame = msg.header.frame_id
+            if frame and frame != model.base_link:
+                self.get_logger().warning(f"target_pose ignored: frame '{frame}' is not the base frame "
+                                          f"'{model.base_link}'")
+                return
+            try:
+                T = pose_matrix(msg.pose)
+                self._preempt_locked("preempted by a target_pose")
+                law.set_target_pose(T)
+            except ValueError as e:
+                self.get_logger().warning(f"target_pose ignored: {e}")
+                return
+            self._active = self._goal = None
+            self._hold = state[0].copy()
+        p = T[:3, 3]
+        self.get_logger().info(f"target_pose: tip to ({p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}) m in {model.base_link}")
+
     def _preempt_locked(self, why):
+        if hasattr(self._law, "set_target_pose"):
+            self._law.set_target_pose(None)  # a trajectory (or a new pose target) replaces the pose target
         for g in (self._goal, self._active.goal if self._active else None):
             if g is not None:
                 g.finish(Result.INVALID_GOAL, g.texts.preempted(why))
@@ -699,6 +746,8 @@ class ControllerNode(Node):
         msg.position_errors, msg.velocity_errors = _floats(error[0]), _floats(error[1])
         msg.efforts = _floats(out.tau)
         msg.saturated = out.any_saturated
+        if out.task_error is not None:
+            msg.task_errors = _floats(out.task_error)
         try:
             self._state_pub.publish(msg)
         except Exception:
@@ -739,6 +788,23 @@ class ControllerNode(Node):
                 g.finish(Result.INVALID_GOAL, "the controller is shutting down")
             self._active = self._goal = None
         self._dispatch_finished()
+
+
+def pose_matrix(pose):
+    """4x4 transform of a geometry_msgs/Pose (quaternion x, y, z, w; normalised); ValueError when it is
+    not finite or the quaternion is zero."""
+    p, o = pose.position, pose.orientation
+    x, y, z, w = o.x, o.y, o.z, o.w
+    nq = math.sqrt(x * x + y * y + z * z + w * w)
+    if not (math.isfinite(nq) and nq > 1e-9 and all(math.isfinite(v) for v in (p.x, p.y, p.z))):
+        raise ValueError("pose holds NaN/inf or a zero quaternion")
+    x, y, z, w = x / nq, y / nq, z / nq, w / nq
+    T = np.eye(4)
+    T[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                 [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                 [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+    T[:3, 3] = (p.x, p.y, p.z)
+    return T
 
 
 def _code_name(code):

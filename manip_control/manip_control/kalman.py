@@ -95,3 +95,34 @@ class JointKalmanFilter:
         self.P = self.P - np.outer(Kg, self.P[0, :])
         self.P = 0.5 * (self.P + self.P.T)
         return self.position, self.velocity
+
+
+# The node's parameters of the estimator, declared as kalman.<name>: (name, default, description).
+KALMAN_PARAMETERS = (
+    ("measurement_noise", 1e-3, "standard deviation of the encoder positions (rad or m)"),
+    ("process_noise", 100.0, "power spectral density of the white acceleration (order 2, rad^2/s^3) or jerk "
+                             "(order 3, rad^2/s^5) noise"),
+    ("order", 2, "2: [q, qd] (constant velocity); 3: [q, qd, qdd] (constant acceleration)"),
+    ("initial_velocity_std", 1.0, "prior standard deviation of the velocity at the first measurement (rad/s)"),
+)
+ESTIMATORS = ("none", "kalman")
+
+
+def check_estimator(kind, params):
+    """ValueError naming the parameter when ``kind`` or a kalman.* value is bad."""
+    if kind not in ESTIMATORS:
+        raise ValueError(f"parameter state_estimator must be one of {', '.join(ESTIMATORS)}, got {kind!r}")
+    if kind == "kalman":
+        try:
+            make_estimator(kind, 1, params)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"parameters kalman.*: {e}") from None
+
+
+def make_estimator(kind, n, params):
+    """None for "none", else a JointKalmanFilter of n joints from the kalman.* parameters."""
+    if kind == "none":
+        return None
+    p = dict(params)
+    return JointKalmanFilter(n, float(p["measurement_noise"]), float(p["process_noise"]), int(p["order"]),
+                             float(p["initial_velocity_std"]))
