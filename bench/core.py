@@ -497,6 +497,155 @@ def bench_batch(name, robot, pr, quick):
     return res
 
 
+# ==================================================================================== derivatives
+DERIV_OPS = [("rnead", "RNEA derivatives"), ("abad", "forward dynamics derivatives"),
+             ("jdot", "Jacobian time derivative (space)")]
+
+
+def bench_derivatives(robot, pr, rng, quick):
+    """Analytic derivatives against Pinocchio: agreement, single calls (alternating blocks), batches.
+
+    Pinocchio's per-call C++ time is estimated from a Python loop of its binding minus the binding's own
+    overhead, measured as (Python loop of pin.rnea / pin.aba) - (rneaInParallel / abaInParallel on 1 thread)."""
+    import pinocchio as pin
+    pm, pd, fid = pr.model, pr.data, pr.fid
+    n = robot.dof
+    res = {"agreement": {}, "single": {}, "batch": {}}
+
+    def p_rnead(q, v, a):
+        return pin.computeRNEADerivatives(pm, pd, q, v, a)
+
+    def p_abad(q, v, t):
+        return pin.computeABADerivatives(pm, pd, q, v, t)
+
+    def p_jdot(q, v):
+        pin.computeJointJacobiansTimeVariation(pm, pd, q, v)
+        pin.updateFramePlacement(pm, pd, fid)
+        return pin.getFrameJacobianTimeVariation(pm, pd, fid, pin.WORLD)
+
+    def sym(M):
+        M = np.array(M)
+        return np.triu(M) + np.triu(M, 1).T
+
+    # agreement: max |difference| over every matrix of the op
+    q, v, a, tau = random_states(pr.lo, pr.hi, 30, rng)
+    diff = {k: 0.0 for k, _ in DERIV_OPS}
+    for i in range(q.shape[0]):
+        got = robot.rnea_derivatives(q[i], v[i], a[i])
+        ref = [np.array(x) for x in p_rnead(q[i], v[i], a[i])]
+        ref[2] = sym(ref[2])
+        diff["rnead"] = max(diff["rnead"], max(float(np.abs(g - r).max()) for g, r in zip(got, ref)))
+        got = robot.forward_dynamics_derivatives(q[i], v[i], tau[i])
+        ref = [np.array(x) for x in p_abad(q[i], v[i], tau[i])]
+        ref[2] = sym(ref[2])
+        diff["abad"] = max(diff["abad"], max(float(np.abs(g - r).max()) for g, r in zip(got, ref)))
+        dJ = np.array(p_jdot(q[i], v[i]))
+        diff["jdot"] = max(diff["jdot"], float(np.abs(robot.jacobian_time_derivative(q[i], v[i])
+                                                      - np.vstack([dJ[3:], dJ[:3]])).max()))
+    res["agreement"] = diff
+
+    # single calls
+    reps = 60 if quick else 300
+    q, v, a, tau = random_states(pr.lo, pr.hi, 50, rng)
+    S3, F3, S2 = list(zip(q, v, a)), list(zip(q, v, tau)), list(zip(q, v))
+    data = robot.create_data()
+    D3 = tuple(np.empty((n, n)) for _ in range(3))
+    J = np.empty((6, n))
+    fns = {
+        "rnead": {"manip": (robot.rnea_derivatives, S3),
+                  "manip_out": (lambda q, v, a: robot.rnea_derivatives(q, v, a, out=D3, data=data), S3),
+                  "pin": (p_rnead, S3)},
+        "abad": {"manip": (robot.forward_dynamics_derivatives, F3),
+                 "manip_out": (lambda q, v, t: robot.forward_dynamics_derivatives(q, v, t, out=D3, data=data), F3),
+                 "pin": (p_abad, F3)},
+        "jdot": {"manip": (robot.jacobian_time_derivative, S2),
+                 "manip_out": (lambda q, v: robot.jacobian_time_derivative(q, v, out=J, data=data), S2),
+                 "pin": (p_jdot, S2)},
+    }
+    for key, label in DERIV_OPS:
+        log(f"  single {label}")
+        res["single"][key] = time_blocks(fns[key], reps)
+        res["single"][key]["loadavg_1min"] = os.getloadavg()[0]
+
+    # batches
+    for N in ([10_000] if quick else [10_000, 100_000]):
+        Q, V, A, TAU = random_states(pr.lo, pr.hi, N, np.random.default_rng(2))
+        Qt, Vt, At, TAUt = Q.T, V.T, A.T, TAU.T
+        out_t = np.zeros((pm.nv, N), order="F")
+        pool1 = pin.ModelPool(pm, 1)
+        reps = 5 if quick else 9
+        loop_reps = 3
+
+        def loop(fn, X):
+            def run():
+                for k in range(N):
+                    fn(pm, pd, Q[k], V[k], X[k])
+            return run
+
+        for key, pfn, pbase, ppar, X, mfn in (
+                ("rnead", pin.computeRNEADerivatives, pin.rnea, pin.rneaInParallel, A, robot.rnea_derivatives_batch),
+                ("abad", pin.computeABADerivatives, pin.aba, pin.abaInParallel, TAU,
+                 robot.forward_dynamics_derivatives_batch)):
+            log(f"  batch {dict(DERIV_OPS)[key]} N={N}")
+            Xt = X.T
+            ts = time_batch({"manip": (lambda: mfn(Q, V, X), reps),
+                             "manip_1t": (one_thread(lambda: mfn(Q, V, X)), max(3, reps // 3)),
+                             "pin_loop": (loop(pfn, X), loop_reps),
+                             "pin_base_loop": (loop(pbase, X), loop_reps),
+                             "pin_base_par1": (lambda: ppar(1, pool1, Qt, Vt, Xt, out_t), reps)}, reps)
+            med = {k: 1e9 * float(np.median(t)) / N for k, t in ts.items()}
+            binding = med["pin_base_loop"] - med["pin_base_par1"]
+            res["batch"][f"{key}@{N}"] = {
+                "op": key, "N": N, "manip_ns": med["manip"], "manip_min_ns": 1e9 * min(ts["manip"]) / N,
+                "manip_1thread_ns": med["manip_1t"], "pin_loop_ns": med["pin_loop"],
+                "pin_binding_overhead_ns": binding, "pin_cpp_est_ns": med["pin_loop"] - binding,
+                "loadavg_1min": os.getloadavg()[0], "runs_s": ts}
+        del Q, V, A, TAU
+    return res
+
+
+def render_derivatives(results):
+    L = ["## Dynamics derivatives (analytic; Pinocchio computeRNEADerivatives / computeABADerivatives / "
+         "getFrameJacobianTimeVariation)", "",
+         "### Single calls (µs per call, median of alternating blocks, from Python)", "",
+         "| robot | op | manip | manip, out= data= | Pinocchio | manip/Pinocchio | manip out=/Pinocchio | "
+         "max abs diff vs Pinocchio | load (1 min) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for rname, r in results["robots"].items():
+        d = r.get("derivatives")
+        if not d:
+            continue
+        for key, label in DERIV_OPS:
+            e = d["single"][key]
+            tm, to, tp = e["manip"]["median_s"], e["manip_out"]["median_s"], e["pin"]["median_s"]
+            L.append(f"| {rname} | {label} | {fmt_us(tm)} | {fmt_us(to)} | {fmt_us(tp)} | {fmt_ratio(tm, tp)} | "
+                     f"{fmt_ratio(to, tp)} | {fmt_diff(d['agreement'][key])} | {e['loadavg_1min']:.1f} |")
+    L += ["", "manip returns (dtau/dq, dtau/dqd, M) and (dqdd/dq, dqdd/dqd, M^-1), all full; Pinocchio fills its "
+          "Data (M and M^-1 upper triangle) and returns references. The max abs diff covers all three matrices "
+          "(Pinocchio's triangles symmetrised), over 30 random states; Jacobian time derivative: "
+          "WORLD rows swapped to [omega; v].", "",
+          "### Batched (ns per configuration, median of runs)", "",
+          "| robot | op | N | manip | manip, 1 thread | Pinocchio, Python loop | Pinocchio binding overhead | "
+          "Pinocchio C++ per call (est.) | manip/Pinocchio C++ | target: manip <= Pinocchio C++ | load (1 min) |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for rname, r in results["robots"].items():
+        d = r.get("derivatives")
+        if not d:
+            continue
+        for e in d["batch"].values():
+            label = dict(DERIV_OPS)[e["op"]]
+            L.append(f"| {rname} | {label} | {e['N']:,} | {e['manip_ns']:.0f} ({e['manip_min_ns']:.0f}) | "
+                     f"{e['manip_1thread_ns']:.0f} | {e['pin_loop_ns']:.0f} | {e['pin_binding_overhead_ns']:.0f} | "
+                     f"{e['pin_cpp_est_ns']:.0f} | {fmt_ratio(e['manip_ns'], e['pin_cpp_est_ns'])} | "
+                     f"{pf(e['manip_ns'] <= e['pin_cpp_est_ns'])} | {e['loadavg_1min']:.1f} |")
+    L += ["", "manip: numba parallel over N (all numba threads; output allocation included; fastest run in "
+          "brackets); 1 thread: numba.set_num_threads(1). Pinocchio has no parallel derivative API: its per-call "
+          "C++ time is estimated as its Python loop minus the binding overhead, (Python loop of pin.rnea or "
+          "pin.aba) - (rneaInParallel / abaInParallel on 1 thread), per configuration. The derivative bindings "
+          "also return three matrices, so the true overhead is somewhat larger and the estimate favours "
+          "Pinocchio.", ""]
+    return L
+
+
 COLD_SNIPPET = r"""
 import json, time, sys
 t0 = time.perf_counter()
@@ -600,6 +749,8 @@ def render(results):
         L.append(f"ManipulaPy: n/a ({results['manipulapy_na']}).")
     L.append("")
 
+    if results.get("only") == "derivatives":
+        return "\n".join(L + render_derivatives(results)) + "\n"
     L.append("## Single calls (µs per call, median, warm, from Python)")
     L.append("")
     L.append("| robot | op | manip | Pinocchio | ManipulaPy | manip/Pinocchio | manip/ManipulaPy "
@@ -623,6 +774,9 @@ def render(results):
              "manip returns new arrays (full symmetric M). ManipulaPy is timed on a fresh state per call with its "
              "M(q) caches emptied (medians of a few calls, see JSON).")
     L.append("")
+
+    if any("derivatives" in r for r in results["robots"].values()):
+        L += render_derivatives(results)
 
     L.append(f"## IK (random reachable targets: FK of uniform in-limit q, default_rng(0); success = "
              f"|dp| <= {TOL_P:g} m and rotation <= {TOL_R:g} rad by Pinocchio FK, q within limits)")
@@ -708,12 +862,14 @@ def main(argv=None):
     ap.add_argument("--no-manipulapy", action="store_true", help="skip ManipulaPy")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold-start subprocesses")
     ap.add_argument("--no-save", action="store_true", help="print only; write nothing to bench/results")
+    ap.add_argument("--only", choices=("all", "derivatives"), default="all",
+                    help="derivatives: only the dynamics-derivatives section (results as core-derivatives-*)")
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
     now = _dt.datetime.now()
     results = {"mode": "quick" if args.quick else "full", "timestamp": now.strftime("%Y-%m-%d %H:%M"),
-               "machine": machine_info(), "robots": {}}
+               "machine": machine_info(), "robots": {}, "only": args.only}
     mp_na = None
     if args.no_manipulapy:
         mp_na = "skipped (--no-manipulapy)"
@@ -743,6 +899,11 @@ def main(argv=None):
         if mp_reason:
             entry["manipulapy_na"] = mp_reason
         rng = np.random.default_rng(3)
+        if args.only == "derivatives":
+            log(f"{name}: dynamics derivatives")
+            entry["derivatives"] = bench_derivatives(robot, pr, rng, args.quick)
+            results["robots"][name] = entry
+            continue
         log(f"{name}: agreement with Pinocchio")
         entry["agreement"] = agreement(robot, pr, mp, rng)
         log(f"{name}: single calls")
@@ -751,8 +912,10 @@ def main(argv=None):
         entry["ik"] = bench_ik(name, robot, pr, mp, args.quick, mp_reason)
         log(f"{name}: batched")
         entry["batch"] = bench_batch(name, robot, pr, args.quick)
+        log(f"{name}: dynamics derivatives")
+        entry["derivatives"] = bench_derivatives(robot, pr, rng, args.quick)
         results["robots"][name] = entry
-    if not args.no_cold:
+    if not args.no_cold and args.only == "all":
         log("cold start")
         results["cold_start"] = cold_start(args.quick)
     results["loadavg_end"] = list(os.getloadavg())
@@ -761,7 +924,8 @@ def main(argv=None):
     table = render(results)
     print(table)
     if not args.no_save:
-        log(f"wrote {', '.join(save_results('core', table, results, args.quick, now))}")
+        kind = "core" if args.only == "all" else f"core-{args.only}"
+        log(f"wrote {', '.join(save_results(kind, table, results, args.quick, now))}")
     log(f"done in {results['elapsed_s']:.0f} s")
     return 0
 

@@ -16,12 +16,14 @@ from . import _derivative_kernels as D
 from .errors import InputError
 
 _F64 = np.dtype(np.float64)
+_EMPTY = np.zeros(0)
 
 
-def _out(out, shapes, what):
-    """Caller's output arrays (float64, C-contiguous, the right shapes) or new ones."""
+def _out(out, n, what):
+    """Caller's three (n, n) output arrays (float64, C-contiguous, writeable) or new ones."""
     if out is None:
-        return tuple(np.empty(s) for s in shapes)
+        return np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    shapes = ((n, n),) * 3
     if not isinstance(out, (tuple, list)) or len(out) != len(shapes):
         raise InputError(f"{what}: out must be a tuple of {len(shapes)} arrays of shapes {shapes}")
     for a, s in zip(out, shapes):
@@ -40,25 +42,25 @@ def _scratch(robot, data):
 
 
 def rnea_derivatives(robot, q, qd, qdd, gravity, f_tip, out, data=None):
-    robot._need_inertia()
-    n = robot.dof
-    q, qd, qdd = robot._vec(q, n, "q"), robot._vec(qd, n, "qd"), robot._vec(qdd, n, "qdd")
-    dq, dv, M = _out(out, ((n, n),) * 3, "rnea_derivatives")
+    if not robot._has_inertia:
+        robot._need_inertia()
+    q, qd, qdd = robot._vec3(q, qd, qdd, ("q", "qd", "qdd"))
+    dq, dv, M = _out(out, robot.dof, "rnea_derivatives")
     ws, dws = _scratch(robot, data)
     if D.rnea_derivatives(robot._mf, robot._mi, ws, dws, q, qd, qdd, robot._gravity(gravity),
-                          robot._ftip(f_tip), dq, dv, M):
+                          _EMPTY if f_tip is None else robot._ftip(f_tip), dq, dv, M):
         robot._status(1, "rnea_derivatives")
     return dq, dv, M
 
 
 def forward_dynamics_derivatives(robot, q, qd, tau, gravity, f_tip, out, data=None):
-    robot._need_inertia()
-    n = robot.dof
-    q, qd, tau = robot._vec(q, n, "q"), robot._vec(qd, n, "qd"), robot._vec(tau, n, "tau")
-    dq, dv, minv = _out(out, ((n, n),) * 3, "forward_dynamics_derivatives")
+    if not robot._has_inertia:
+        robot._need_inertia()
+    q, qd, tau = robot._vec3(q, qd, tau, ("q", "qd", "tau"))
+    dq, dv, minv = _out(out, robot.dof, "forward_dynamics_derivatives")
     ws, dws = _scratch(robot, data)
-    st = D.forward_dynamics_derivatives(robot._mf, robot._mi, ws, dws, q, qd, tau,
-                                        robot._gravity(gravity), robot._ftip(f_tip), dq, dv, minv)
+    st = D.forward_dynamics_derivatives(robot._mf, robot._mi, ws, dws, q, qd, tau, robot._gravity(gravity),
+                                        _EMPTY if f_tip is None else robot._ftip(f_tip), dq, dv, minv)
     if st:
         robot._status(st, "forward_dynamics_derivatives")
     return dq, dv, minv
@@ -72,7 +74,15 @@ def jacobian_time_derivative(robot, q, qd, frame, out, data=None):
         raise InputError(f"jacobian_time_derivative: frame must be 'space' or 'body', got {frame!r}")
     n = robot.dof
     q, qd = robot._vec(q, n, "q"), robot._vec(qd, n, "qd")
-    (dJ,) = _out(None if out is None else (out,), ((6, n),), "jacobian_time_derivative")
+    if out is None:
+        dJ = np.empty((6, n))
+    elif (out.__class__ is np.ndarray and out.shape == (6, n) and out.dtype is _F64 and out.flags.c_contiguous
+          and out.flags.writeable):
+        dJ = out
+    else:
+        raise InputError(f"jacobian_time_derivative: out must be a writeable C-contiguous float64 array of "
+                         f"shape (6, {n}), got {getattr(out, 'shape', type(out).__name__)} "
+                         f"{getattr(out, 'dtype', '')}")
     ws, dws = _scratch(robot, data)
     if D.jacobian_dot(robot._mf, robot._mi, ws, dws, q, qd, _FRAMES[frame], dJ):
         robot._status(1, "jacobian_time_derivative")

@@ -18,6 +18,7 @@ from .robot_data import RobotData
 GRAVITY_DEFAULT = (0.0, 0.0, -9.81)
 _EMPTY = np.zeros(0)
 _G_ZERO = np.zeros(3)
+_QVA, _QVT = ("q", "qd", "qdd"), ("q", "qd", "tau")
 _F64 = np.dtype(np.float64)
 
 
@@ -128,6 +129,15 @@ class RobotModel:
                              if n == self.dof else f"{what} must have shape ({n},), got {a.shape}")
         return a
 
+    def _vec3(self, a, b, c, names):
+        """Three joint vectors at once (one call instead of three on the hot path; same checks as _vec)."""
+        n = self.dof
+        if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and c.__class__ is np.ndarray
+                and a.shape == b.shape == c.shape == (n,) and a.dtype is _F64 and b.dtype is _F64
+                and c.dtype is _F64 and a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous):
+            return a, b, c
+        return self._vec(a, n, names[0]), self._vec(b, n, names[1]), self._vec(c, n, names[2])
+
     @staticmethod
     def _out(out, shape):
         """The caller's output array (float64, C-contiguous, writeable, of this shape) or a new one."""
@@ -193,7 +203,7 @@ class RobotModel:
         out: optional (4, 4) float64 array to fill and return; data: a RobotData from create_data() (the
         model's own scratch when None). Every single-call method below takes the same two keywords."""
         q = self._vec(q, self.dof, "q")
-        out = self._out(out, (4, 4))
+        out = np.empty((4, 4)) if out is None else self._out(out, (4, 4))
         ws = self._ws if data is None else self._ws_of(data)
         if link is None:
             st = K.fk(self._mf, self._mi, ws, q, out)
@@ -217,7 +227,7 @@ class RobotModel:
     def jacobian_space(self, q, *, out=None, data=None):
         """Space Jacobian (6, dof): the tip's spatial twist [omega; v] in the base frame is J_s qd."""
         q = self._vec(q, self.dof, "q")
-        out = self._out(out, (6, self.dof))
+        out = np.empty((6, self.dof)) if out is None else self._out(out, (6, self.dof))
         if K.jacobian_space(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, out):
             self._status(1, "jacobian_space")
         return out
@@ -225,7 +235,7 @@ class RobotModel:
     def jacobian_body(self, q, *, out=None, data=None):
         """Body Jacobian (6, dof): the tip's twist [omega; v] in the tip frame is J_b qd; J_b = Ad_{T^-1} J_s."""
         q = self._vec(q, self.dof, "q")
-        out = self._out(out, (6, self.dof))
+        out = np.empty((6, self.dof)) if out is None else self._out(out, (6, self.dof))
         if K.jacobian_body(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, out):
             self._status(1, "jacobian_body")
         return out
@@ -318,12 +328,14 @@ class RobotModel:
         gravity: (3,) m/s^2 in the base frame. f_tip: the wrench [moment; force] (N*m; N) that the tip
         exerts on the environment, expressed in the tip frame at the tip origin (Modern Robotics' F_tip).
         """
-        self._need_inertia()
-        n = self.dof
-        q, qd, qdd = self._vec(q, n, "q"), self._vec(qd, n, "qd"), self._vec(qdd, n, "qdd")
-        out = self._out(out, (n,))
-        ws = self._ws if data is None else self._ws_of(data)
-        if K.rnea(self._mf, self._mi, ws, q, qd, qdd, self._gravity(gravity), self._ftip(f_tip), out):
+        if not self._has_inertia:
+            self._need_inertia()
+        q, qd, qdd = self._vec3(q, qd, qdd, _QVA)
+        out = np.empty(self.dof) if out is None else self._out(out, (self.dof,))
+        # the defaults inline (no call): this is the hot path of a control loop
+        g = self._g_default if gravity is GRAVITY_DEFAULT else self._gravity(gravity)
+        f = _EMPTY if f_tip is None else self._ftip(f_tip)
+        if K.rnea(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, qd, qdd, g, f, out):
             self._status(1, "inverse_dynamics")
         return out
 
@@ -343,9 +355,10 @@ class RobotModel:
 
     def mass_matrix(self, q, *, out=None, data=None):
         """Joint-space mass matrix M(q) (dof, dof), symmetric positive definite; composite rigid bodies."""
-        self._need_inertia()
+        if not self._has_inertia:
+            self._need_inertia()
         q = self._vec(q, self.dof, "q")
-        out = self._out(out, (self.dof, self.dof))
+        out = np.empty((self.dof, self.dof)) if out is None else self._out(out, (self.dof, self.dof))
         if K.mass_matrix(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, out):
             self._status(1, "mass_matrix")
         return out
@@ -389,13 +402,14 @@ class RobotModel:
 
     def forward_dynamics(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None, data=None):
         """qdd = M(q)^-1 (tau - c(q, qd) - g(q) - J_b^T f_tip) (rad/s^2 or m/s^2), Cholesky solve."""
-        self._need_inertia()
-        n = self.dof
-        q, qd, tau = self._vec(q, n, "q"), self._vec(qd, n, "qd"), self._vec(tau, n, "tau")
-        out = self._out(out, (n,))
+        if not self._has_inertia:
+            self._need_inertia()
+        q, qd, tau = self._vec3(q, qd, tau, _QVT)
+        out = np.empty(self.dof) if out is None else self._out(out, (self.dof,))
+        g = self._g_default if gravity is GRAVITY_DEFAULT else self._gravity(gravity)
+        f = _EMPTY if f_tip is None else self._ftip(f_tip)
         st = K.forward_dynamics(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, qd, tau,
-                                self._gravity(gravity),
-                                self._ftip(f_tip), out)
+                                g, f, out)
         if st:
             self._status(st, "forward_dynamics")
         return out

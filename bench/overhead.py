@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Where the time of one manip_core call from Python goes, next to Pinocchio's call (UR5 and Panda).
+
+    python bench/overhead.py            # ~1-2 min
+    python bench/overhead.py --quick    # ~20 s
+
+For each op (FK, RNEA, mass matrix, forward dynamics, RNEA derivatives) it times, in one run with the
+variants alternating block by block (so that all see the same load):
+
+- call: ``robot.op(args)`` as a user writes it (input checks, a new output array, numba dispatch, kernel);
+- call, out= data=: the same with a caller-owned output and workspace (no allocation);
+- dispatcher + kernel: the numba kernel called from Python with ready arrays (no checks, no allocation);
+- no-op dispatcher: a numba function with the same argument types that does nothing (unboxing, type dispatch);
+- kernel: the kernel called in a compiled loop (no Python at all), per call;
+- Pinocchio: the same op through its Python bindings (results in its Data, as manip's out= call).
+
+and derives: checks + wrapper = (call, out=) - (dispatcher + kernel); allocation = call - (call, out=);
+dispatch = no-op dispatcher; kernel. Times are CPU time of the benchmark's thread (time.thread_time: a thread
+that other jobs deschedule does not count the wait; caches and a shared core still slow it), median and
+minimum over blocks, each block the mean of a loop over 50 states, ns.
+Writes bench/results/overhead-YYYYMMDD-HHMM[-quick].md/.json and overhead-latest.md (full runs).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from core import PinRobot, machine_info, random_states, ROBOTS, log  # noqa: E402
+from results_io import save_results  # noqa: E402
+
+from numba import njit  # noqa: E402
+
+from manip_core import _derivative_kernels as D, _kernels as K  # noqa: E402
+from manip_core.model import RobotModel  # noqa: E402
+from manip_core.reference_robots import example_robot  # noqa: E402
+
+
+@njit(cache=True)
+def _noop(*args):
+    return 0
+
+
+@njit(cache=True)
+def _loop_fk(mf, mi, ws, Q, out, reps):
+    s = 0
+    for _ in range(reps):
+        for k in range(Q.shape[0]):
+            s += K.fk(mf, mi, ws, Q[k], out)
+    return s
+
+
+@njit(cache=True)
+def _loop_rnea(mf, mi, ws, Q, V, A, g, f, out, reps):
+    s = 0
+    for _ in range(reps):
+        for k in range(Q.shape[0]):
+            s += K.rnea(mf, mi, ws, Q[k], V[k], A[k], g, f, out)
+    return s
+
+
+@njit(cache=True)
+def _loop_crba(mf, mi, ws, Q, out, reps):
+    s = 0
+    for _ in range(reps):
+        for k in range(Q.shape[0]):
+            s += K.mass_matrix(mf, mi, ws, Q[k], out)
+    return s
+
+
+@njit(cache=True)
+def _loop_fd(mf, mi, ws, Q, V, T, g, f, out, reps):
+    s = 0
+    for _ in range(reps):
+        for k in range(Q.shape[0]):
+            s += K.forward_dynamics(mf, mi, ws, Q[k], V[k], T[k], g, f, out)
+    return s
+
+
+@njit(cache=True)
+def _loop_rnead(mf, mi, ws, dws, Q, V, A, g, f, o1, o2, o3, reps):
+    s = 0
+    for _ in range(reps):
+        for k in range(Q.shape[0]):
+            s += D.rnea_derivatives(mf, mi, ws, dws, Q[k], V[k], A[k], g, f, o1, o2, o3)
+    return s
+
+
+OPS = [("fk", "FK"), ("rnea", "RNEA"), ("crba", "mass matrix"), ("fd", "forward dynamics"),
+       ("rnead", "RNEA derivatives")]
+
+
+def variants(robot, pr, data, Q, V, A, TAU):
+    """{op: {variant: (fn, arglist)}} and {op: compiled-loop timer}."""
+    n = robot.dof
+    mf, mi, ws, dws, g, f = robot._mf, robot._mi, data.ws, data.dws, robot._g_default, np.zeros(0)
+    T, tau, M = np.empty((4, 4)), np.empty(n), np.empty((n, n))
+    D3 = tuple(np.empty((n, n)) for _ in range(3))
+    q1 = [(q,) for q in Q]
+    s3 = list(zip(Q, V, A))
+    f3 = list(zip(Q, V, TAU))
+    pin = pr.pin
+    v = {
+        "fk": {"call": (lambda q: robot.fk(q), q1),
+               "call, out= data=": (lambda q: robot.fk(q, out=T, data=data), q1),
+               "dispatcher + kernel": (lambda q: K.fk(mf, mi, ws, q, T), q1),
+               "no-op dispatcher": (lambda q: _noop(mf, mi, ws, q, T), q1),
+               "Pinocchio": (pr.fk, q1)},
+        "rnea": {"call": (lambda q, v, a: robot.inverse_dynamics(q, v, a), s3),
+                 "call, out= data=": (lambda q, v, a: robot.inverse_dynamics(q, v, a, out=tau, data=data), s3),
+                 "dispatcher + kernel": (lambda q, v, a: K.rnea(mf, mi, ws, q, v, a, g, f, tau), s3),
+                 "no-op dispatcher": (lambda q, v, a: _noop(mf, mi, ws, q, v, a, g, f, tau), s3),
+                 "Pinocchio": (pr.rnea, s3)},
+        "crba": {"call": (lambda q: robot.mass_matrix(q), q1),
+                 "call, out= data=": (lambda q: robot.mass_matrix(q, out=M, data=data), q1),
+                 "dispatcher + kernel": (lambda q: K.mass_matrix(mf, mi, ws, q, M), q1),
+                 "no-op dispatcher": (lambda q: _noop(mf, mi, ws, q, M), q1),
+                 "Pinocchio": (pr.crba, q1)},
+        "fd": {"call": (lambda q, v, t: robot.forward_dynamics(q, v, t), f3),
+               "call, out= data=": (lambda q, v, t: robot.forward_dynamics(q, v, t, out=tau, data=data), f3),
+               "dispatcher + kernel": (lambda q, v, t: K.forward_dynamics(mf, mi, ws, q, v, t, g, f, tau), f3),
+               "no-op dispatcher": (lambda q, v, t: _noop(mf, mi, ws, q, v, t, g, f, tau), f3),
+               "Pinocchio": (pr.aba, f3)},
+        "rnead": {"call": (lambda q, v, a: robot.rnea_derivatives(q, v, a), s3),
+                  "call, out= data=": (lambda q, v, a: robot.rnea_derivatives(q, v, a, out=D3, data=data), s3),
+                  "dispatcher + kernel": (lambda q, v, a: D.rnea_derivatives(mf, mi, ws, dws, q, v, a, g, f, *D3),
+                                          s3),
+                  "no-op dispatcher": (lambda q, v, a: _noop(mf, mi, ws, dws, q, v, a, g, f, *D3), s3),
+                  "Pinocchio": (lambda q, v, a: pin.computeRNEADerivatives(pr.model, pr.data, q, v, a), s3)},
+    }
+    loops = {
+        "fk": lambda r: _loop_fk(mf, mi, ws, Q, T, r),
+        "rnea": lambda r: _loop_rnea(mf, mi, ws, Q, V, A, g, f, tau, r),
+        "crba": lambda r: _loop_crba(mf, mi, ws, Q, M, r),
+        "fd": lambda r: _loop_fd(mf, mi, ws, Q, V, TAU, g, f, tau, r),
+        "rnead": lambda r: _loop_rnead(mf, mi, ws, dws, Q, V, A, g, f, *D3, r),
+    }
+    return v, loops
+
+
+def time_op(fns, loop, n_states, blocks):
+    """Median ns per call of every variant (blocks alternate) and of the compiled loop."""
+    for fn, arglist in fns.values():
+        for args in arglist[:5]:
+            fn(*args)
+    loop(1)
+    per = {k: np.empty(blocks) for k in list(fns) + ["kernel"]}
+    pc = time.thread_time  # CPU time of this thread: less sensitive to other jobs than the wall clock
+    inner = 1
+    for b in range(blocks):
+        for k, (fn, arglist) in fns.items():
+            t0 = pc()
+            for args in arglist:
+                fn(*args)
+            per[k][b] = (pc() - t0) / len(arglist)
+        t0 = pc()
+        loop(inner)
+        per["kernel"][b] = (pc() - t0) / (inner * n_states)
+    return {k: {"median_ns": 1e9 * float(np.median(x)), "min_ns": 1e9 * float(x.min())} for k, x in per.items()}
+
+
+COLS = ["call", "call, out= data=", "dispatcher + kernel", "no-op dispatcher", "kernel", "Pinocchio"]
+
+
+def render(res):
+    m = res["machine"]
+    L = [f"# manip_core single-call overhead ({res['mode']} run, {res['timestamp']})", "",
+         f"Machine: {m['cpu_model']}, {m['cpu_count']} logical cores; numba {m['numba']}, pin {m['pin']}, "
+         f"manip_core sha256 {m['manip_core_sha256_12']}; load average (1 min) at start "
+         f"{res['loadavg_start'][0]:.2f}, at end {res['loadavg_end'][0]:.2f} (other jobs on the machine inflate "
+         f"every column; compare columns of one row, taken in the same blocks).", "",
+         "## Measured (ns of CPU time per call, median of blocks)", "",
+         "| robot | op | " + " | ".join(COLS) + " | call / Pinocchio | out= call / Pinocchio |",
+         "|---|---|" + "---:|" * (len(COLS) + 2)]
+    for rname, ops in res["robots"].items():
+        for op, label in OPS:
+            d = ops[op]
+            cells = [f"{d[c]['median_ns']:.0f}" for c in COLS]
+            L.append(f"| {rname} | {label} | " + " | ".join(cells) +
+                     f" | {d['call']['median_ns'] / d['Pinocchio']['median_ns']:.2f}x"
+                     f" | {d['call, out= data=']['median_ns'] / d['Pinocchio']['median_ns']:.2f}x |")
+    L += ["", "## Breakdown of `call` (ns, derived from the minima over blocks: the least disturbed)", "",
+          "| robot | op | input checks + wrapper | output allocation | numba dispatch (no-op, same args) | "
+          "kernel | rest (kernel entry, return) | call |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for rname, ops in res["robots"].items():
+        for op, label in OPS:
+            d = {k: v["min_ns"] for k, v in ops[op].items()}
+            checks = d["call, out= data="] - d["dispatcher + kernel"]
+            alloc = d["call"] - d["call, out= data="]
+            rest = d["dispatcher + kernel"] - d["no-op dispatcher"] - d["kernel"]
+            L.append(f"| {rname} | {label} | {checks:.0f} | {alloc:.0f} | {d['no-op dispatcher']:.0f} | "
+                     f"{d['kernel']:.0f} | {rest:.0f} | {d['call']:.0f} |")
+    L += ["", "Columns: *call* `robot.op(...)`; *call, out= data=* with caller-owned output and RobotData; "
+          "*dispatcher + kernel* the numba kernel called from Python with ready arrays; *no-op dispatcher* a numba "
+          "function with the same argument types that returns 0; *kernel* the kernel in a compiled loop; "
+          "*Pinocchio* its Python binding (`forwardKinematics`+`updateFramePlacement`, `rnea`, `crba`, `aba`, "
+          "`computeRNEADerivatives`, each through one Python function like manip's variants). Every time "
+          "includes a Python loop over 50 states and one Python call (a lambda or PinRobot method, ~50-80 ns "
+          "together).", ""]
+    return "\n".join(L) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer blocks")
+    ap.add_argument("--robots", default="ur5,panda")
+    ap.add_argument("--no-save", action="store_true")
+    args = ap.parse_args(argv)
+    now = _dt.datetime.now()
+    res = {"mode": "quick" if args.quick else "full", "timestamp": now.strftime("%Y-%m-%d %H:%M"),
+           "machine": machine_info(), "loadavg_start": list(os.getloadavg()), "robots": {}}
+    blocks = 40 if args.quick else 200
+    for name, rel, tip in ROBOTS:
+        if name not in args.robots.split(","):
+            continue
+        log(f"{name}: models")
+        path = example_robot(rel)
+        robot = RobotModel.from_urdf(path, tip_link=tip)
+        pr = PinRobot(path, tip, robot.joint_names)
+        rng = np.random.default_rng(3)
+        Q, V, A, TAU = (np.ascontiguousarray(x) for x in random_states(pr.lo, pr.hi, 50, rng))
+        fns, loops = variants(robot, pr, robot.create_data(), Q, V, A, TAU)
+        res["robots"][name] = {}
+        for op, label in OPS:
+            log(f"{name}: {label}")
+            res["robots"][name][op] = time_op(fns[op], loops[op], Q.shape[0], blocks)
+    res["loadavg_end"] = list(os.getloadavg())
+    table = render(res)
+    print(table)
+    if not args.no_save:
+        log(f"wrote {', '.join(save_results('overhead', table, res, args.quick, now))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
