@@ -381,6 +381,35 @@ def test_bag_replay(ros, scene, tmp_path):
     assert proc.poll() is None
 
 
+def test_only_the_newest_pair_is_processed(ros, scene):
+    """Frames at 30 Hz, faster than this node processes them on 2 loaded cores: it skips frames instead of
+    queueing them. The frames it processes come in stamp order, at most two finish after the last frame
+    was sent (the one in progress and the newest waiting pair), and the newest frame is among them."""
+    h, proc, _, _ = ros
+    n = 15
+    stamps = [_stamp(5000, k * 33_333_333) for k in range(n)]
+    steps = []
+    for st in stamps:
+        steps += _steps(_frame(scene, st)) + [('sleep', 1 / 30)]
+    ran = h.feeder.log_path.read_text().count('ran ')
+    h.feeder.run(steps)
+    end = time.monotonic() + TIMEOUT
+    while h.feeder.log_path.read_text().count('ran ') == ran and time.monotonic() < end:
+        h.spin_for(0.02)
+    fed = time.time()
+    h.spin_for(3.0)
+    log = proc.log_path.read_text()
+    done = [(float(t), int(ns)) for t, ns in re.findall(r'\[DEBUG\] \[([0-9.]+)\] \[stereo_obstacles\]: frame 5000\.(\d+):',
+                                                          log)]
+    assert done, log[-2000:]
+    order = [ns for _, ns in done]
+    assert order == sorted(order) and len(set(order)) == len(order), order
+    after = [ns for t, ns in done if t > fed]
+    assert len(after) <= 2, (len(done), after)
+    assert max(order) >= stamps[-2].nanosec, order
+    assert len(done) <= n
+
+
 def test_sigint_ends_the_node_cleanly(ros):
     _, proc, _, _ = ros
     rc, log = _stop(proc, signal.SIGINT)
@@ -467,6 +496,41 @@ def test_regression_bags_replayed_into_the_node(gt, ros, regression_bags, tmp_pa
             assert s['frames'] == truth_frames(truth) and s['precision'] >= 0.95 and s['recall'] >= 0.95, (name, s)
             assert s['centre_error_mean_m'] < 0.03 and s['centre_error_max_m'] < 0.06, (name, s)
             assert s['size_error_max_m'] < 0.10 and s['arm_detections'] == 0, (name, s)
+    finally:
+        h.feeder.run([])
+        rc, log = _stop(proc)
+    assert rc == 0 and 'Traceback' not in log, log
+
+
+def test_camera_pose_from_tf_static(gt, ros, scene, tmp_path):
+    """With tf2_msgs installed: the camera pose comes from /tf_static (base_link -> the camera_info's frame)
+    and wins over wrong pose parameters; the log names the source."""
+    tf2 = pytest.importorskip('tf2_msgs.msg')
+    from geometry_msgs.msg import TransformStamped
+    from rclpy.qos import DurabilityPolicy
+    h, first, env, _ = ros
+    assert first.poll() is not None
+    cam = scene.camera
+    proc = _start_node(gt, env, tmp_path / 'tf.log', '-p', 'camera_position:=[0.0, 0.0, 0.0]',
+                       '-p', 'camera_orientation_xyzw:=[-0.5, 0.5, -0.5, 0.5]')
+    try:
+        _wait_for_log(proc, r'ready.*camera pose from tf')
+        ts = TransformStamped()
+        ts.header.frame_id, ts.child_frame_id = 'base_link', cam.camera_frame
+        ts.transform.translation.x, ts.transform.translation.y, ts.transform.translation.z = \
+            (float(v) for v in cam.position)
+        q = cam.orientation_xyzw
+        ts.transform.rotation.x, ts.transform.rotation.y, ts.transform.rotation.z, ts.transform.rotation.w = \
+            (float(v) for v in q)
+        pub = h.node.create_publisher(tf2.TFMessage, '/tf_static',
+                                      QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        pub.publish(tf2.TFMessage(transforms=[ts]))
+        h.spin_for(1.0)
+        stamp = _stamp(6000)
+        h.feeder.run(_steps(_frame(scene, stamp)), repeat=1.0)
+        found = h.wait_for(stamp)
+        _check_obstacles(found['obstacles'], scene, stamp)
+        _wait_for_log(proc, r'camera pose from tf: base_link -> stereo_left_optical')
     finally:
         h.feeder.run([])
         rc, log = _stop(proc)

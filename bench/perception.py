@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""Benchmark of the stereo_obstacles chain at 640x480: per-stage times, end-to-end rate, the former
+obstacle stage (numpy voxel grid + DBSCAN, from git) side by side, and obstacle accuracy per regression bag.
+
+    python bench/perception.py            # full run (about 2-4 min on 2 cores)
+    python bench/perception.py --quick    # smoke run
+
+End to end = images in (sensor_msgs/Image bytes) -> ObstacleArray out, without DDS transport: image
+conversion, grey, SGBM, depth + back-projection, voxel grid (camera -> base transform and crop fused),
+support plane, clustering, boxes, temporal filter, message fill. Medians over the frames and repetitions;
+rates are 1 / median total. The machine's 1-minute load average is printed at start and end (other jobs on
+the 2 cores inflate absolute times; the stage ratios are measured in the same loop and move less).
+
+It is a benchmark, not a test: the 30 Hz target is marked PASS/FAIL, nothing is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from results_io import save_results  # noqa: E402
+
+for pkg in ('manip_perception', 'manip_core', 'manip_sim'):
+    try:
+        __import__(pkg)
+    except ImportError:
+        sys.path.insert(0, str(ROOT / pkg))
+
+import cv2  # noqa: E402
+
+from manip_perception.image_conversion import image_to_numpy, numpy_to_image, to_mono8  # noqa: E402
+from manip_perception.obstacles import ObstacleParams, detect_obstacles, warm_up  # noqa: E402
+from manip_perception.stereo import (DisparityMatcher, SgbmParams, back_project, depth_resolution,  # noqa: E402
+                                     disparity_range, disparity_to_depth)
+from manip_perception.tracking import ObstacleTracker  # noqa: E402
+
+TARGET_HZ = 30.0
+TEST_DIR = ROOT / 'manip_perception' / 'test'
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def former_obstacles_module():
+    """obstacles.py as it was before the voxel-grid clustering (git), for the side-by-side; None if absent."""
+    rev = 'c3769b3~2'
+    try:
+        src = subprocess.run(['git', '-C', str(ROOT), 'show', f'{rev}:manip_perception/manip_perception/obstacles.py'],
+                             capture_output=True, text=True, check=True).stdout
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return None
+    path = Path(tempfile.mkdtemp()) / 'former_obstacles.py'
+    path.write_text(src)
+    return _load('former_obstacles', path)
+
+
+def machine_info():
+    cpu = platform.processor()
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                cpu = line.split(':', 1)[1].strip()
+                break
+    except OSError:
+        pass
+
+    def ver(d):
+        try:
+            return metadata.version(d)
+        except metadata.PackageNotFoundError:
+            return '-'
+    return {'cpu': cpu, 'cores': os.cpu_count(), 'opencv_threads': cv2.getNumThreads(),
+            'python': platform.python_version(), 'numpy': ver('numpy'), 'numba': ver('numba'),
+            'opencv': cv2.__version__, 'scikit-learn': ver('scikit-learn'),
+            'uptime_start': subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}
+
+
+# ------------------------------------------------------------------------------------------ inputs
+def rendered_scene():
+    conftest = _load('perception_test_conftest', TEST_DIR / 'conftest.py')
+    cam = conftest.load_camera()
+    sc = conftest.render_scene(cam, conftest.main_objects(), Path(tempfile.mkdtemp()))
+    return {'name': 'rendered table scene', 'frames': [(sc.left, sc.right, None)],
+            'fx': cam.fx, 'baseline': cam.baseline, 'cx': cam.cx, 'cy': cam.cy,
+            'pose': (tuple(cam.position), tuple(cam.orientation_xyzw)), 'truth': None}
+
+
+def bag_inputs(out_dir):
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import Image, JointState
+    rb = _load('perception_regression_bags', TEST_DIR / 'regression_bags.py')
+    out = []
+    for bag in rb.generate(out_dir):
+        records, truth = rb.read_bag(bag)
+        L = [image_to_numpy(deserialize_message(r, Image)) for k, r in records if k == 'left']
+        R = [image_to_numpy(deserialize_message(r, Image)) for k, r in records if k == 'right']
+        Q = [list(deserialize_message(r, JointState).position) for k, r in records if k == 'joint_states']
+        cam = truth['camera']
+        fx = 320.0 / np.tan(np.radians(35.0))
+        out.append({'name': bag.name, 'frames': list(zip(L, R, Q)), 'fx': fx, 'baseline': cam['baseline'],
+                    'cx': 319.5, 'cy': 239.5, 'pose': (tuple(cam['position']), tuple(cam['orientation_xyzw'])),
+                    'truth': truth, 'rb': rb})
+    return out
+
+
+# ------------------------------------------------------------------------------------------ timing
+def run_chain(inp, sgbm, params, reps, link_points_of=None, min_depth=0.45, max_depth=3.0, scale=1.0):
+    """Per-stage seconds (lists) over frames x reps, and the last detections per frame."""
+    from manip_msgs.msg import Obstacle as ObstacleMsg
+    from manip_msgs.msg import ObstacleArray
+    matcher = DisparityMatcher(sgbm)
+    tracker = ObstacleTracker(1, 1)
+    msgs = [(numpy_to_image(left, 'rgb8'), numpy_to_image(right, 'rgb8'), q) for left, right, q in inp['frames']]
+    fx, B, cx, cy = inp['fx'], inp['baseline'], inp['cx'], inp['cy']
+    stages = {k: [] for k in ('convert', 'sgbm', 'points', 'voxel', 'plane', 'self_filter', 'cluster', 'track+msg',
+                              'total')}
+    dets = []
+    for _ in range(reps):
+        dets = []
+        for ml, mr, q in msgs:
+            t0 = time.perf_counter()
+            gl = to_mono8(image_to_numpy(ml, copy=False), 'rgb8')
+            gr = to_mono8(image_to_numpy(mr, copy=False), 'rgb8')
+            if scale != 1.0:
+                gl = cv2.resize(gl, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+                gr = cv2.resize(gr, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+            t1 = time.perf_counter()
+            disp = matcher.compute(gl, gr)
+            t2 = time.perf_counter()
+            f = fx * scale
+            pts = back_project(disparity_to_depth(disp, f, B), f, f, (cx + 0.5) * scale - 0.5,
+                               (cy + 0.5) * scale - 0.5, max_depth=max_depth, min_depth=min_depth)
+            t3 = time.perf_counter()
+            lp = link_points_of(q) if (link_points_of is not None and q is not None) else None
+            det = detect_obstacles(pts, params, link_points=lp)
+            t4 = time.perf_counter()
+            obs = tracker.update(det.obstacles)
+            out = ObstacleArray()
+            for i, o in enumerate(obs):
+                m = ObstacleMsg()
+                m.id = i
+                m.center.x, m.center.y, m.center.z = (float(c) for c in o.center)
+                m.size.x, m.size.y, m.size.z = (float(s) for s in o.size)
+                m.radius, m.num_points = float(o.radius), int(o.num_points)
+                out.obstacles.append(m)
+            t5 = time.perf_counter()
+            for k, v in (('convert', t1 - t0), ('sgbm', t2 - t1), ('points', t3 - t2), ('track+msg', t5 - t4),
+                         ('total', t5 - t0)):
+                stages[k].append(v)
+            for k in ('voxel', 'plane', 'self_filter', 'cluster'):
+                stages[k].append(det.timings[k])
+            dets.append((q, [(o.center, o.size) for o in det.obstacles]))
+    return stages, dets
+
+
+def former_obstacle_stage(mod, inp, reps):
+    """The former obstacle stage (numpy transform/crop, np.unique voxels, RANSAC near table_height, DBSCAN)."""
+    fx, B, cx, cy = inp['fx'], inp['baseline'], inp['cx'], inp['cy']
+    lo, num = 0, 128
+    matcher = DisparityMatcher(SgbmParams(min_disparity=lo, num_disparities=num, texture_threshold=1.5))
+    params = mod.ObstacleParams(camera_position=inp['pose'][0], camera_orientation_xyzw=inp['pose'][1])
+    out = {k: [] for k in ('transform_crop', 'voxel', 'plane', 'cluster', 'total')}
+    dets = []
+    for _ in range(reps):
+        dets = []
+        for left, right, q in inp['frames']:
+            disp = matcher.compute(to_mono8(left, 'rgb8'), to_mono8(right, 'rgb8'))
+            pts = back_project(disparity_to_depth(disp, fx, B), fx, fx, cx, cy, max_depth=3.0)
+            t0 = time.perf_counter()
+            det = mod.detect_obstacles(pts, params)
+            out['total'].append(time.perf_counter() - t0)
+            for k in ('transform_crop', 'voxel', 'plane', 'cluster'):
+                out[k].append(det.timings[k])
+            dets.append((q, [(o.center, o.size) for o in det.obstacles]))
+    return out, dets
+
+
+def med_ms(v):
+    return float(np.median(v)) * 1e3 if v else float('nan')
+
+
+# ------------------------------------------------------------------------------------------ main
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--quick', action='store_true', help='fewer repetitions')
+    ap.add_argument('--no-save', action='store_true')
+    a = ap.parse_args(argv)
+    reps = 3 if a.quick else 10
+    when = _dt.datetime.now(_dt.timezone.utc)
+    info = machine_info()
+    log(f"perception bench: {info['uptime_start']}")
+    warm_up()
+    results = {'machine': info, 'reps': reps, 'variants': {}, 'former': {}, 'accuracy': {}}
+    scene = rendered_scene()
+    log('generating the regression bags ...')
+    bags = bag_inputs(Path(tempfile.mkdtemp()) / 'bags')
+
+    fB = scene['fx'] * scene['baseline']
+    lo, num = disparity_range(scene['fx'], scene['baseline'], 0.45, 3.0, 0, 5)
+    sim_params = ObstacleParams(camera_position=scene['pose'][0], camera_orientation_xyzw=scene['pose'][1],
+                                workspace_min=(-1, -1, -0.1), workspace_max=(1, 1, 1.2))
+    variants = [
+        ('128 disparities (former fixed range)', SgbmParams(num_disparities=128, texture_threshold=1.5), 1.0),
+        (f'{num} disparities from {lo} (0.45-3 m)', SgbmParams(min_disparity=lo, num_disparities=num,
+                                                                 texture_threshold=1.5), 1.0),
+    ]
+    lo2, num2 = disparity_range(scene['fx'] * 0.5, scene['baseline'], 0.45, 3.0, 0, 5)
+    variants.append((f'half resolution 320x240, {num2} disparities from {lo2}',
+                     SgbmParams(min_disparity=lo2, num_disparities=num2, texture_threshold=1.5), 0.5))
+    inputs = [scene] + [dict(b, frames=b['frames'][:2]) for b in bags[:1]]
+    merged = {name: {} for name, _, _ in variants}
+    log(f"timing {len(variants)} SGBM settings, interleaved, {reps} repetitions")
+    for _ in range(reps):  # interleaved: every setting sees the same machine load
+        for name, sgbm, scale in variants:
+            for inp in inputs:
+                st, _ = run_chain(inp, sgbm, sim_params, 1, scale=scale)
+                for k, v in st.items():
+                    merged[name].setdefault(k, []).extend(v)
+    for name, _, _ in variants:
+        results['variants'][name] = {k: med_ms(v) for k, v in merged[name].items()}
+        results['variants'][name]['hz'] = 1e3 / results['variants'][name]['total']
+    mod = former_obstacles_module()
+    if mod is not None:
+        log('timing: former obstacle stage')
+        st, _ = former_obstacle_stage(mod, scene, reps)
+        results['former'] = {k: med_ms(v) for k, v in st.items()}
+
+    # Accuracy per bag (library chain, the node's settings of the bag test), and the texture threshold.
+    from manip_core import RobotModel
+    model = RobotModel.load('ur5')
+    for b in bags:
+        rb = b['rb']
+        for tex, scale in ((0.0, 1.0), (1.5, 1.0), (3.0, 1.0), (3.0, 0.5)):
+            log(f"accuracy: {b['name']}, texture_threshold {tex}, scale {scale}")
+            lo_s, num_s = disparity_range(b['fx'] * scale, b['baseline'], 0.45, 3.0, 0, 5)
+            sgbm = SgbmParams(min_disparity=lo_s, num_disparities=num_s, texture_threshold=tex)
+            params = ObstacleParams(camera_position=b['pose'][0], camera_orientation_xyzw=b['pose'][1])
+            _, dets = run_chain(b, sgbm, params, 1, link_points_of=lambda q: rb.arm_chain(model, q), scale=scale)
+            key = f"{b['name']}, texture {tex}" + (", half resolution" if scale != 1.0 else "")
+            results['accuracy'][key] = rb.score(dets, b['truth'])
+    results['uptime_end'] = subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()
+    results['depth_resolution_m'] = {f'{z} m': float(depth_resolution(z, scene['fx'], scene['baseline'], 0.25))
+                                     for z in (0.5, 1.0, 2.0, 3.0)}
+
+    table = render_table(results, fB)
+    print(table)
+    if not a.no_save:
+        for p in save_results('perception', table, results, a.quick, when):
+            log(f'wrote {p}')
+    return 0
+
+
+def render_table(r, fB):
+    m = r['machine']
+    lines = [f"# perception bench ({r['reps']} repetitions)", '',
+             f"{m['cpu']}, {m['cores']} cores, OpenCV {m['opencv']} ({m['opencv_threads']} threads), numba "
+             f"{m['numba']}, numpy {m['numpy']}.", '',
+             f"Load: at start `{m['uptime_start']}`; at end `{r.get('uptime_end', '')}` (other jobs shared the "
+             f"cores: absolute times are inflated, compare the ratios).", '',
+             '## End to end, 640x480 (images in, ObstacleArray out; median ms per frame)', '',
+             '| SGBM setting | convert | SGBM | points | voxel | plane | cluster | track+msg | total | Hz | '
+             f'>= {TARGET_HZ:.0f} Hz |',
+             '|---|---|---|---|---|---|---|---|---|---|---|']
+    for name, v in r['variants'].items():
+        lines.append(f"| {name} | {v['convert']:.1f} | {v['sgbm']:.1f} | {v['points']:.1f} | {v['voxel']:.1f} | "
+                     f"{v['plane']:.1f} | {v['cluster']:.1f} | {v['track+msg']:.1f} | {v['total']:.1f} | "
+                     f"{v['hz']:.1f} | {'PASS' if v['hz'] >= TARGET_HZ else 'FAIL'} |")
+    if r['former']:
+        f = r['former']
+        new = next(iter(r['variants'].values()))
+        ours = new['voxel'] + new['plane'] + new['cluster']
+        lines += ['', '## Obstacle stage: former (numpy + DBSCAN) vs now (numba voxel grid), rendered scene', '',
+                  '| | transform+crop | voxel | plane | cluster | obstacle stage total |', '|---|---|---|---|---|---|',
+                  f"| former | {f['transform_crop']:.1f} | {f['voxel']:.1f} | {f['plane']:.1f} | {f['cluster']:.1f} | "
+                  f"{f['total']:.1f} |",
+                  f"| now | (in voxel) | {new['voxel']:.1f} | {new['plane']:.1f} | {new['cluster']:.1f} | {ours:.1f} |",
+                  '', f"Obstacle stage speed-up: {f['total'] / ours:.1f}x."]
+    lines += ['', '## Obstacle accuracy per regression bag (5 frames each; self-filter on; matched within 5 cm)', '',
+              '| bag, texture_threshold | precision | recall | centre error mean / max (cm) | size error max (cm) | '
+              'false positives |', '|---|---|---|---|---|---|']
+    for name, s in r['accuracy'].items():
+        lines.append(f"| {name} | {s['precision']:.2f} | {s['recall']:.2f} | {100 * s['centre_error_mean_m']:.1f} / "
+                     f"{100 * s['centre_error_max_m']:.1f} | {100 * s['size_error_max_m']:.1f} | {s['false_positives']} |")
+    lines += ['', f"Depth resolution for 0.25 px of disparity error, dZ = Z^2 dd / (f B) with f B = {fB:.1f} px m: "
+              + ', '.join(f"{k}: {100 * v:.1f} cm" for k, v in r['depth_resolution_m'].items()) + '.', '']
+    return '\n'.join(lines)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
