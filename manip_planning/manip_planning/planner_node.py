@@ -43,7 +43,7 @@ from manip_core.ros.model_source import RobotModelSource
 from .avoidance import METHODS
 from .collision import Obstacle
 from .planning import (INVALID_INPUT, NOT_READY, PATH_CARTESIAN, PATH_JOINT, UNKNOWN_LINK, PlannerSettings,
-                       PlanRequest, Planner)
+                       PlanRequest, Planner, collision_model_for)
 
 Req = PlanTrajectory.Request
 PROFILES = {Req.PROFILE_CUBIC: "cubic", Req.PROFILE_QUINTIC: "quintic"}
@@ -129,9 +129,9 @@ class PlannerNode(Node):
         return list(v) if isinstance(default, list) else v
 
     # ------------------------------------------------------------------------------------ inputs
-    def _on_model(self, model, _urdf):
+    def _on_model(self, model, urdf):
         try:
-            planner = Planner(model, self.settings)
+            planner = Planner(model, self.settings, collision_model_for(model, urdf, self.settings))
         except ValueError as e:
             self.get_logger().error(f"planner not ready: {e}")
             return

@@ -3,11 +3,13 @@
 ``Planner.plan(PlanRequest, obstacles)`` validates a request, picks the goal configuration (closed-form IK
 solutions nearest the start when the arm has them, else numerical IK seeded from the start; solutions that
 put a link origin below the floor are skipped), builds the path (joint line, Cartesian straight line, or the
-obstacle-aware path of avoidance.py), time-scales it and returns a ``PlanResult`` with an ErrorCode value and
+obstacle-aware path: RRT-Connect over the robot's collision spheres by default (path_planning.py), or
+the heuristics of avoidance.py with ``path_planner="heuristics"``), time-scales it and returns a ``PlanResult`` with an ErrorCode value and
 a message; it never raises for bad input.
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -20,6 +22,10 @@ from .cartesian_path import CartesianPath
 from .collision import ArmSpheres, Scene, densify
 from .joint_path import LinePath, PlanningError, Trajectory, concatenate, time_scale
 from .potential_field import FieldOptions
+from .path_planning import PATH_PLANNERS, plan_path
+from .planning_scene import PlanningScene, pose_matrix
+from .robot_collision import CollisionChecker, CollisionModelError, RobotCollisionModel
+from .shapes import Shape
 
 # manip_msgs/msg/ErrorCode values
 SUCCESS = 0
@@ -36,6 +42,7 @@ EXECUTION_FAILED = -9
 PATH_JOINT = "joint"
 PATH_CARTESIAN = "cartesian"
 MAX_POINTS = 200_000
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -87,15 +94,42 @@ class PlannerSettings:
     cartesian_position_step: float = 0.005   # m
     cartesian_rotation_step: float = 0.02    # rad
     limit_tolerance: float = 1e-3            # rad, start slightly outside the limits is clipped
+    path_planner: str = "rrt_connect"        # with obstacles: a PATH_PLANNERS name, or "heuristics"
+    planning_time_limit: float = 1.0         # s, for the sampling planner
+    planner_seed: int = 0                    # random stream of the sampling planner (repeatable plans)
+
+
+HEURISTICS = "heuristics"
+
+
+def collision_model_for(model, urdf=None, settings=None):
+    """The robot's collision model for planning: the URDF's <collision> geometry when it has some, else
+    capsules of settings.link_radius around the link chain (plus settings.tool_length along the tip's z).
+    Links that no joint moves are not checked against obstacles (the base stands on the floor)."""
+    s = settings or PlannerSettings()
+    if urdf:
+        try:
+            rc = RobotCollisionModel.from_urdf(urdf, model=model, check_fixed_links=False)
+            if rc.n_spheres:
+                return rc
+        except CollisionModelError as e:
+            log.warning("collision geometry of the URDF not usable (%s); planning with capsules instead", e)
+    return RobotCollisionModel.capsules(model, s.link_radius, tool_length_m=s.tool_length)
 
 
 class Planner:
-    """Plans for one RobotModel (see module doc)."""
+    """Plans for one RobotModel (see module doc). collision_model: a RobotCollisionModel for the sampling
+    planner (default: collision_model_for(model))."""
 
-    def __init__(self, model, settings=None):
+    def __init__(self, model, settings=None, collision_model=None):
         self.model = model
         self.s = settings or PlannerSettings()
         s = self.s
+        if s.path_planner not in PATH_PLANNERS and s.path_planner != HEURISTICS:
+            raise ValueError(f"path_planner {s.path_planner!r} unknown (known: {', '.join(PATH_PLANNERS)}, "
+                             f"{HEURISTICS})")
+        self.collision_model = collision_model if collision_model is not None else collision_model_for(model,
+                                                                                                       settings=s)
         n = model.dof
         acc = np.asarray(s.acceleration_limits, dtype=np.float64).reshape(-1)
         if acc.size == 0:
@@ -218,6 +252,38 @@ class Planner:
         res.planning_time = time.perf_counter() - t0
         return res
 
+    def planning_scene(self, scene, inflate_m):
+        """PlanningScene of the obstacles (boxes, spheres) grown by inflate_m, and the floor as a slab."""
+        shapes = []
+        for o in scene.obstacles:
+            T = pose_matrix(o.center)
+            if o.is_box:
+                shapes.append(Shape("box", 0.5 * o.size + inflate_m, T, "obstacle"))
+            else:
+                shapes.append(Shape("sphere", (o.radius + inflate_m,), T, "obstacle"))
+        if self.floor is not None:
+            shapes.append(Shape("box", (50.0, 50.0, 0.5), pose_matrix((0.0, 0.0, self.floor - 0.5)), "floor"))
+        return PlanningScene(shapes)
+
+    def _sampled_path(self, scene, q0, q1):
+        """(PolylinePath, method, details) from the sampling planner, obstacles grown by the safety margin
+        (plus 1 cm for the difference between its spheres and the clearance model's); None when start or goal
+        is inside a grown obstacle (the heuristics then keep what clearance the start and goal have).
+        Raises PlanningError(PLANNING_FAILED) when no path is found within the time limit."""
+        margin = self.s.safety_margin
+        ch = CollisionChecker(self.collision_model, self.planning_scene(scene, margin + 0.01))
+        res = plan_path(ch, q0, q1, planner=self.s.path_planner, time_limit_s=self.s.planning_time_limit,
+                        seed=self.s.planner_seed)
+        if not res.valid:
+            return None
+        if not res.success:
+            raise PlanningError(PLANNING_FAILED, f"{self.s.path_planner}: {res.message}")
+        info = dict(waypoints=len(res.path), smoothing="polyline", search_time=res.planning_time_s,
+                    simplification_time=res.simplification_time_s, path_length_rad=res.path_length_rad,
+                    iterations=res.iterations)
+        path = LinePath(res.path[0], res.path[-1]) if len(res.path) == 2 else PolylinePath(res.path)
+        return path, self.s.path_planner, info
+
     def _settings_of(self, req):
         vs = float(req.velocity_scaling)
         as_ = float(req.acceleration_scaling)
@@ -305,7 +371,13 @@ class Planner:
         else:
             if q1 is None:
                 q1 = self.choose_ik(goal_T, q0, scene if req.avoid_obstacles else None, margin)
-            if req.avoid_obstacles and (len(scene) or self.floor is not None):
+            sampled = None
+            if req.avoid_obstacles and len(scene) and self.s.path_planner != HEURISTICS:
+                sampled = self._sampled_path(scene, q0, q1)
+            if sampled is not None:
+                path, method, info = sampled
+                details.update(info)
+            elif req.avoid_obstacles and (len(scene) or self.floor is not None):
                 fo = FieldOptions(safety_margin=margin, influence_distance=self.s.influence_distance)
                 av = plan_avoiding(model, self.arm, scene, q0, q1, safety_margin=margin,
                                    methods=tuple(self.s.avoidance_methods), field_options=fo)

@@ -224,9 +224,25 @@ def _bound(spheres):
     return np.array([c[0], c[1], c[2], r])
 
 
-def capsule_chain_spheres(model, radius_m):
+def _capsule_between(p_a, p_b, radius_m, name):
+    """Shape: capsule of radius_m from point p_a to p_b (3,)."""
+    d = np.asarray(p_b, float) - np.asarray(p_a, float)
+    L = float(np.linalg.norm(d))
+    z = d / L
+    x = np.cross(z, [1.0, 0.0, 0.0])
+    if np.linalg.norm(x) < 1e-6:
+        x = np.cross(z, [0.0, 1.0, 0.0])
+    x /= np.linalg.norm(x)
+    T = np.eye(4)
+    T[:3, :3] = np.column_stack([x, np.cross(z, x), z])
+    T[:3, 3] = 0.5 * (np.asarray(p_a, float) + np.asarray(p_b, float))
+    return Shape("capsule", (radius_m, 0.5 * L), T, name)
+
+
+def capsule_chain_spheres(model, radius_m, tool_length_m=0.0):
     """{link: spheres in the link frame}: capsules of radius_m between consecutive link origins of the chain
-    (each link carries the segment to the next link origin), covered as in shapes.py."""
+    (each link carries the segment to the next link origin), plus tool_length_m from the tip along its z axis,
+    covered as in shapes.py."""
     tree = model.tree
     path = tree.path(model.base_link, model.tip_link)
     links = [model.base_link] + [j.child for j in path]
@@ -239,15 +255,11 @@ def capsule_chain_spheres(model, radius_m):
         L = float(np.linalg.norm(pb[:3]))
         if L < 1e-9:
             continue
-        z = pb[:3] / L
-        x = np.cross(z, [1.0, 0.0, 0.0])
-        if np.linalg.norm(x) < 1e-6:
-            x = np.cross(z, [0.0, 1.0, 0.0])
-        x /= np.linalg.norm(x)
-        T = np.eye(4)
-        T[:3, :3] = np.column_stack([x, np.cross(z, x), z])
-        T[:3, 3] = 0.5 * pb[:3]
-        out.setdefault(a, []).append(Shape("capsule", (radius_m, 0.5 * L), T, a).sphere_cover())
+        out.setdefault(a, []).append(_capsule_between(np.zeros(3), pb[:3], radius_m, a).sphere_cover())
+    if tool_length_m > 0:
+        tip = model.tip_link
+        out.setdefault(tip, []).append(_capsule_between(np.zeros(3), [0.0, 0.0, tool_length_m], radius_m,
+                                                        tip).sphere_cover())
     return {k: np.vstack(v) for k, v in out.items()}
 
 
@@ -255,14 +267,16 @@ class RobotCollisionModel:
     """Collision spheres of a RobotModel's links (see module doc).
 
     link_spheres: {link: (K, 4) spheres in the link frame}; disabled: set of frozenset link pairs;
+    self_collision: check the pairs (False: obstacles only);
     check_fixed_links: also check links that no joint moves against obstacles (a base standing in a table
     makes every configuration invalid, so callers with a floor may turn it off).
     """
 
     ATTACHED = "__attached__"
 
-    def __init__(self, model, link_spheres, disabled=(), check_fixed_links=True, source=""):
+    def __init__(self, model, link_spheres, disabled=(), check_fixed_links=True, source="", self_collision=True):
         self.model = model
+        self.self_collision = bool(self_collision)
         self.source = source
         self.disabled = set(disabled)
         self.check_fixed_links = bool(check_fixed_links)
@@ -289,18 +303,19 @@ class RobotCollisionModel:
         if not spheres:
             msg = f"{src}: the URDF has no <collision> elements"
             if fallback_radius_m:
-                log.warning("%s: using capsules of radius %.3f m around the link chain instead", msg,
-                            fallback_radius_m)
-                spheres = capsule_chain_spheres(model, fallback_radius_m)
+                log.warning("%s: using capsules of radius %.3f m around the link chain instead (no "
+                            "self-collision checks: neighbouring capsules overlap)", msg, fallback_radius_m)
+                return cls.capsules(model, fallback_radius_m, check_fixed_links)
             else:
                 log.warning("%s: the robot has no collision geometry (only obstacles are ignored)", msg)
         disabled = parse_srdf_disabled(srdf) if srdf is not None else set()
         return cls(model, spheres, disabled, check_fixed_links, src)
 
     @classmethod
-    def capsules(cls, model, radius_m, check_fixed_links=False):
-        """Capsules of radius_m along the link chain of a model without collision geometry."""
-        return cls(model, capsule_chain_spheres(model, radius_m), (), check_fixed_links, "capsules")
+    def capsules(cls, model, radius_m, check_fixed_links=False, tool_length_m=0.0):
+        """Capsules of radius_m along the link chain of a model without collision geometry (and a tool)."""
+        return cls(model, capsule_chain_spheres(model, radius_m, tool_length_m), (), check_fixed_links,
+                   "capsules", self_collision=False)
 
     def attach(self, shape, touch_links=()):
         """Attach a Shape (pose in the tip link's frame) to the tip; it is not checked against the tip's body,
@@ -341,6 +356,8 @@ class RobotCollisionModel:
         mi = self.model._mi
         parent = {i: int(mi[MI_HEADER + i * MI_STRIDE]) for i in range(int(mi[0]))}
         out = []
+        if not self.self_collision:
+            return out
         for i in range(len(groups)):
             for j in range(i + 1, len(groups)):
                 (na, ba, _), (nb, bb, _) = groups[i], groups[j]
