@@ -11,6 +11,7 @@ A disparity ``d = u_left - u_right`` gives ``Z = fx * baseline / (d - doffs)`` w
 from dataclasses import dataclass
 
 import cv2
+import numba
 import numpy as np
 
 
@@ -292,30 +293,50 @@ def depth_to_disparity(depth, fx, baseline, doffs=0.0):
         return (fx * baseline / z + doffs).astype(np.float32)
 
 
+@numba.njit(cache=True)
+def _back_project(z, fx, fy, cx, cy, R, min_depth, max_depth):
+    """Points (N, 3) float32 and their pixel rows/columns, in row-major pixel order (one pass to count)."""
+    h, w = z.shape
+    n = 0
+    for v in range(h):
+        for u in range(w):
+            d = z[v, u]
+            if d > min_depth and d <= max_depth:  # False for NaN
+                n += 1
+    pts = np.empty((n, 3), np.float32)
+    vv = np.empty(n, np.int64)
+    uu = np.empty(n, np.int64)
+    k = 0
+    for v in range(h):
+        for u in range(w):
+            d = z[v, u]
+            if d > min_depth and d <= max_depth:
+                x = (u - cx) * d / fx
+                y = (v - cy) * d / fy
+                # R^T p (identity R for rectified input)
+                pts[k, 0] = x * R[0, 0] + y * R[1, 0] + d * R[2, 0]
+                pts[k, 1] = x * R[0, 1] + y * R[1, 1] + d * R[2, 1]
+                pts[k, 2] = x * R[0, 2] + y * R[1, 2] + d * R[2, 2]
+                vv[k] = v
+                uu[k] = u
+                k += 1
+    return pts, vv, uu
+
+
 def back_project(depth, fx, fy, cx, cy, colors=None, rotation=None, max_depth=None, min_depth=0.0):
-    """3D points (N, 3) float32 of every pixel with a finite depth (in the camera optical frame).
+    """3D points (N, 3) float32 of every pixel with a finite depth (in the camera optical frame), in
+    row-major pixel order.
 
     ``colors``: optional (H, W, 3) uint8 image; returns (points, colors[N, 3]) then.
     ``rotation``: optional (3, 3) applied as ``rotation.T @ p`` (a rectified -> raw frame change: pass the
     left rectification R so that the points are in the raw left optical frame).
     ``min_depth``/``max_depth``: keep ``min_depth < Z <= max_depth``.
     """
-    z = np.asarray(depth, dtype=np.float32)
+    z = np.ascontiguousarray(depth, dtype=np.float32)
     h, w = z.shape
-    valid = np.isfinite(z) & (z > min_depth)
-    if max_depth is not None:
-        valid &= z <= max_depth
-    v, u = np.nonzero(valid)
-    zz = z[v, u]
-    pts = np.empty((zz.size, 3), np.float32)
-    pts[:, 0] = (u.astype(np.float32) - np.float32(cx)) * zz / np.float32(fx)
-    pts[:, 1] = (v.astype(np.float32) - np.float32(cy)) * zz / np.float32(fy)
-    pts[:, 2] = zz
-    if rotation is not None and not np.allclose(rotation, np.eye(3)):
-        R = np.asarray(rotation, dtype=np.float32)
-        x, y, z = pts[:, 0].copy(), pts[:, 1].copy(), pts[:, 2].copy()
-        for i in range(3):  # R^T p, by columns (no BLAS on thin matrices)
-            pts[:, i] = x * R[0, i] + y * R[1, i] + z * R[2, i]
+    R = np.eye(3) if rotation is None else np.asarray(rotation, dtype=np.float64)
+    pts, v, u = _back_project(z, float(fx), float(fy), float(cx), float(cy), R, float(min_depth),
+                              np.inf if max_depth is None else float(max_depth))
     if colors is not None:
         c = np.asarray(colors)
         if c.shape[:2] != (h, w):
