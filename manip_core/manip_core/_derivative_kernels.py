@@ -39,11 +39,12 @@ N_TMP = 8  # scratch 6-vectors
 @njit(**_JIT)
 def _dws_offsets(nb, dof):
     """Derivative workspace: per-body blocks, scratch 6-vectors, three nb x nb physical matrices (dq, dqd, M;
-    or two 6 x dof Jacobians), a dof x dof matrix (Cholesky factor), two dof vectors."""
+    or two 6 x dof Jacobians), five dof x dof matrices (Cholesky factor and its inverse; dtau/dq, dtau/dqd
+    and M for forward dynamics), two dof vectors; the last element is the total size."""
     o_tmp = nb * D_STRIDE
     o_phys = o_tmp + 6 * N_TMP
     o_chol = o_phys + max(3 * nb * nb, 12 * dof)
-    o_vec = o_chol + dof * dof
+    o_vec = o_chol + 5 * dof * dof
     return o_tmp, o_phys, o_chol, o_vec, o_vec + 2 * dof
 
 
@@ -372,8 +373,10 @@ def rnea_derivatives_into(mf, mi, q, qd, qdd, grav, ftip, ws, dws, dq, dv, M):
 
 
 @njit(**_JIT)
-def _cholesky(M, L):
-    """L (lower) with L L^T = M; False when M is not positive definite."""
+def _spd_inverse(M, L, Li, out):
+    """out = M^-1 (full, symmetric) for symmetric positive definite M: L L^T = M (Cholesky), Li = L^-1,
+    M^-1 = Li^T Li. False when M is not positive definite. Reciprocals of the diagonal are kept so that the
+    inner loops multiply (no division chains)."""
     n = M.shape[0]
     for j in range(n):
         s = M[j, j]
@@ -383,31 +386,27 @@ def _cholesky(M, L):
             return False
         dj = np.sqrt(s)
         L[j, j] = dj
+        Li[j, j] = 1.0 / dj  # the reciprocal, used below
         for i in range(j + 1, n):
             t = M[i, j]
             for k in range(j):
                 t -= L[i, k] * L[j, k]
-            L[i, j] = t / dj
+            L[i, j] = t * Li[j, j]
+    # Li = L^-1 (lower): column j by forward substitution
+    for j in range(n):
+        for i in range(j + 1, n):
+            t = 0.0
+            for k in range(j, i):
+                t -= L[i, k] * Li[k, j]
+            Li[i, j] = t * Li[i, i]
+    for r in range(n):
+        for c in range(r, n):
+            t = 0.0
+            for k in range(c, n):
+                t += Li[k, r] * Li[k, c]
+            out[r, c] = t
+            out[c, r] = t
     return True
-
-
-@njit(**_JIT)
-def _solve_columns(L, X, scale, x):
-    """X <- scale * M^-1 X, column by column, with L L^T = M; x: scratch (n,)."""
-    n = L.shape[0]
-    for c in range(X.shape[1]):
-        for i in range(n):
-            t = X[i, c]
-            for k in range(i):
-                t -= L[i, k] * x[k]
-            x[i] = t / L[i, i]
-        for i in range(n - 1, -1, -1):
-            t = x[i]
-            for k in range(i + 1, n):
-                t -= L[k, i] * x[k]
-            x[i] = t / L[i, i]
-        for i in range(n):
-            X[i, c] = scale * x[i]
 
 
 @njit(**_JIT)
@@ -416,19 +415,27 @@ def forward_dynamics_derivatives_into(mf, mi, q, qd, tau, grav, ftip, ws, dws, d
     nb, dof = mi[0], mi[1]
     o = _dws_offsets(nb, dof)
     qdd = dws[o[3]:o[3] + dof]
-    x = dws[o[3] + dof:o[3] + 2 * dof]
     if not K.forward_dynamics_into(mf, mi, q, qd, tau, grav, ftip, ws, qdd):
         return False
-    rnea_derivatives_into(mf, mi, q, qd, qdd, grav, ftip, ws, dws, dq, dv, minv)
-    L = dws[o[2]:o[2] + dof * dof].reshape((dof, dof))
-    if not _cholesky(minv, L):
+    n2 = dof * dof
+    L = dws[o[2]:o[2] + n2].reshape((dof, dof))
+    Li = dws[o[2] + n2:o[2] + 2 * n2].reshape((dof, dof))
+    Tq = dws[o[2] + 2 * n2:o[2] + 3 * n2].reshape((dof, dof))
+    Tv = dws[o[2] + 3 * n2:o[2] + 4 * n2].reshape((dof, dof))
+    M = dws[o[2] + 4 * n2:o[2] + 5 * n2].reshape((dof, dof))
+    rnea_derivatives_into(mf, mi, q, qd, qdd, grav, ftip, ws, dws, Tq, Tv, M)
+    if not _spd_inverse(M, L, Li, minv):
         return False
-    _solve_columns(L, dq, -1.0, x)
-    _solve_columns(L, dv, -1.0, x)
     for r in range(dof):
         for c in range(dof):
-            minv[r, c] = 1.0 if r == c else 0.0
-    _solve_columns(L, minv, 1.0, x)
+            s1 = 0.0
+            s2 = 0.0
+            for k in range(dof):
+                a = minv[r, k]
+                s1 += a * Tq[k, c]
+                s2 += a * Tv[k, c]
+            dq[r, c] = -s1
+            dv[r, c] = -s2
     return True
 
 
