@@ -22,6 +22,7 @@ from .cartesian_path import CartesianPath
 from .collision import ArmSpheres, Scene, densify
 from .joint_path import LinePath, PlanningError, Trajectory, concatenate, time_scale
 from .potential_field import FieldOptions
+from . import jerk_limited, topp, trapezoidal
 from .path_planning import PATH_PLANNERS, plan_path
 from .planning_scene import PlanningScene, pose_matrix
 from .robot_collision import CollisionChecker, CollisionModelError, RobotCollisionModel
@@ -40,6 +41,8 @@ COLLISION = -8
 EXECUTION_FAILED = -9
 
 PATH_JOINT = "joint"
+# Profiles for the waypoints of a joint path (at rest at each polyline corner; TOPP-RA along a spline)
+WAYPOINT_PROFILES = (trapezoidal.PROFILE, topp.PROFILE, jerk_limited.PROFILE)
 PATH_CARTESIAN = "cartesian"
 MAX_POINTS = 200_000
 log = logging.getLogger(__name__)
@@ -97,6 +100,7 @@ class PlannerSettings:
     path_planner: str = "rrt_connect"        # with obstacles: a PATH_PLANNERS name, or "heuristics"
     planning_time_limit: float = 1.0         # s, for the sampling planner
     planner_seed: int = 0                    # random stream of the sampling planner (repeatable plans)
+    jerk_limits: tuple = ()                  # rad/s^3 per joint for the jerk_limited profile; empty: 50 each
 
 
 HEURISTICS = "heuristics"
@@ -272,6 +276,7 @@ class Planner:
         Raises PlanningError(PLANNING_FAILED) when no path is found within the time limit."""
         margin = self.s.safety_margin
         ch = CollisionChecker(self.collision_model, self.planning_scene(scene, margin + 0.01))
+        self._last_checker = ch
         res = plan_path(ch, q0, q1, planner=self.s.path_planner, time_limit_s=self.s.planning_time_limit,
                         seed=self.s.planner_seed)
         if not res.valid:
@@ -301,13 +306,43 @@ class Planner:
             raise PlanningError(INVALID_INPUT, f"duration must be >= 0 (0: shortest), got {dur}")
         if dur > 0 and dur / dt > MAX_POINTS:
             raise PlanningError(INVALID_INPUT, f"duration / sample_period gives more than {MAX_POINTS} points")
-        if req.profile not in ts.PROFILES:
-            raise PlanningError(INVALID_INPUT, f"unknown profile {req.profile!r}")
+        if req.profile not in ts.PROFILES + WAYPOINT_PROFILES:
+            raise PlanningError(INVALID_INPUT, f"unknown profile {req.profile!r} (known: "
+                                               f"{', '.join(ts.PROFILES + WAYPOINT_PROFILES)})")
+        if req.profile in WAYPOINT_PROFILES and dur > 0:
+            raise PlanningError(INVALID_INPUT, f"profile {req.profile!r} gives the shortest motion; it takes no "
+                                               f"duration (got {dur} s)")
         if req.path_type not in (PATH_JOINT, PATH_CARTESIAN):
             raise PlanningError(INVALID_INPUT, f"unknown path type {req.path_type!r}")
         return vs, as_, dt, dur
 
+    def _waypoint_profile(self, path, req, vs, as_, dt):
+        """Trajectory of a joint path's waypoints with a WAYPOINT_PROFILES profile (TOPP-RA falls back to the
+        trapezoidal polyline when its spline would collide with the last sampled-planner scene)."""
+        if isinstance(path, PolylinePath):
+            W = path.waypoints
+        elif isinstance(path, LinePath):
+            W = np.array([path.q0, path.q1])
+        elif hasattr(path, "waypoints"):
+            W = path.waypoints
+        else:
+            raise PlanningError(INVALID_INPUT, f"profile {req.profile!r} needs a joint path through waypoints")
+        v, a = self.velocity_limits * vs, self.acceleration_limits * as_
+        names = list(self.model.joint_names)
+        if req.profile == topp.PROFILE:
+            traj = topp.toppra_trajectory(W, v, a, dt, names, checker=getattr(self, "_last_checker", None))
+            if traj is not None:
+                return traj
+            log.info("TOPP-RA spline through the waypoints collides: trapezoidal profile on the polyline")
+        if req.profile == jerk_limited.PROFILE:
+            j = np.asarray(self.s.jerk_limits, dtype=np.float64).reshape(-1)
+            j = np.full(len(v), 50.0) if j.size == 0 else (np.full(len(v), j[0]) if j.size == 1 else j)
+            return jerk_limited.jerk_limited_trajectory(W, v, a, j, dt, names)
+        return trapezoidal.trapezoidal_trajectory(W, v, a, dt, names)
+
     def _time_scale(self, path, req, vs, as_, dt, dur):
+        if req.profile in WAYPOINT_PROFILES:
+            return self._waypoint_profile(path, req, vs, as_, dt)
         kw = dict(velocity_limits=self.velocity_limits, acceleration_limits=self.acceleration_limits,
                   velocity_scaling=vs, acceleration_scaling=as_, sample_period=dt,
                   joint_names=list(self.model.joint_names),
@@ -352,6 +387,7 @@ class Planner:
         else:
             raise PlanningError(INVALID_INPUT, "no goal (goal_joints or goal_pose)")
         details = {}
+        self._last_checker = None
         if req.path_type == PATH_CARTESIAN:
             T_goal = goal_T if goal_T is not None else model.fk(q1)
             path = CartesianPath(model, q0, T_goal, max_joint_step=self.s.max_joint_step,
