@@ -22,6 +22,7 @@ setup(
     entry_points={
         'console_scripts': [
             'controller = manip_control.controller_node:main',
+            'manip-autotune = manip_control.autotune:main',
         ],
     },
 )
