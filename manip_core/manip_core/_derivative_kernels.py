@@ -32,7 +32,8 @@ _SINGLE = dict(cache=True, nogil=False, error_model="numpy")
 
 # Per-body block of the derivative workspace (floats).
 D_J, D_V, D_A, D_DVDQ, D_DADQ, D_DADV, D_F, D_Y, D_B = 0, 6, 12, 18, 24, 30, 36, 42, 78
-D_STRIDE = 114
+D_YC, D_FC = 114, 150  # forward dynamics: composite inertia and force at qdd = 0, then the change of a
+D_STRIDE = 156
 N_TMP = 8  # scratch 6-vectors
 
 
@@ -410,32 +411,135 @@ def _spd_inverse(M, L, Li, out):
 
 
 @njit(**_JIT)
+def _bias_and_mass(mi, dws, tau_p, Mp):
+    """At qdd = 0 (forward pass done, tip wrench added): tau_p = bias forces c + g (+ J^T f_tip) and Mp = M of
+    the physical joints, from composites kept apart (D_YC, D_FC) so that Y, B, f stay for the derivatives."""
+    nb = mi[0]
+    for i in range(nb):
+        d = i * D_STRIDE
+        for k in range(36):
+            dws[d + D_YC + k] = dws[d + D_Y + k]
+        for k in range(6):
+            dws[d + D_FC + k] = dws[d + D_F + k]
+    for r in range(nb):
+        for c in range(nb):
+            Mp[r, c] = 0.0
+    o_tmp = _dws_offsets(nb, mi[1])[0]
+    YJ = dws[o_tmp + 24:o_tmp + 30]
+    for i in range(nb - 1, -1, -1):
+        d = i * D_STRIDE
+        J = dws[d + D_J:d + D_J + 6]
+        Yc = dws[d + D_YC:d + D_YC + 36]
+        fc = dws[d + D_FC:d + D_FC + 6]
+        tau_p[i] = _dot6(J, fc)
+        for k in range(6):
+            YJ[k] = 0.0
+        _mv_add(Yc, J, YJ)
+        a = i
+        while a >= 0:
+            da = a * D_STRIDE
+            v = _dot6(dws[da + D_J:da + D_J + 6], YJ)
+            Mp[a, i] = v
+            Mp[i, a] = v
+            a = mi[MI_HEADER + a * MI_STRIDE]
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        if p >= 0:
+            dp = p * D_STRIDE
+            for k in range(36):
+                dws[dp + D_YC + k] += Yc[k]
+            for k in range(6):
+                dws[dp + D_FC + k] += fc[k]
+
+
+@njit(**_JIT)
+def _add_acceleration(mi, dws, qddp):
+    """The forward-pass quantities at qdd = 0 moved to qdd: a_i += da_i, da_i = da_p + J_i qdd_i (base frame:
+    accelerations add along the chain), dA/dq_i += da_p x J_i, f_i += Y_i da_i. da_i is kept in D_FC."""
+    nb = mi[0]
+    o_tmp = _dws_offsets(nb, mi[1])[0]
+    tmp = dws[o_tmp + 12:o_tmp + 18]
+    for i in range(nb):
+        d = i * D_STRIDE
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        J = dws[d + D_J:d + D_J + 6]
+        da = dws[d + D_FC:d + D_FC + 6]
+        qdd = qddp[i]
+        if p < 0:
+            for k in range(6):
+                da[k] = J[k] * qdd
+        else:
+            dap = dws[p * D_STRIDE + D_FC:p * D_STRIDE + D_FC + 6]
+            for k in range(6):
+                da[k] = dap[k] + J[k] * qdd
+            _cross_m(dap, J, tmp)
+            for k in range(6):
+                dws[d + D_DADQ + k] += tmp[k]
+        for k in range(6):
+            dws[d + D_A + k] += da[k]
+        _mv_add(dws[d + D_Y:d + D_Y + 36], da, dws[d + D_F:d + D_F + 6])
+
+
+@njit(**_JIT)
 def forward_dynamics_derivatives_into(mf, mi, q, qd, tau, grav, ftip, ws, dws, dq, dv, minv):
-    """dq = d qdd/dq, dv = d qdd/dqd, minv = d qdd/dtau = M^-1 at (q, qd, tau). False if M is singular."""
+    """dq = d qdd/dq, dv = d qdd/dqd, minv = d qdd/dtau = M^-1 at (q, qd, tau). False if M is singular.
+
+    One forward pass at qdd = 0 gives the bias forces and M (composites kept apart), qdd = M^-1 (tau - bias),
+    the pass is moved to qdd (accelerations add in the base frame) and the derivative pass runs on it."""
     nb, dof = mi[0], mi[1]
     o = _dws_offsets(nb, dof)
-    qdd = dws[o[3]:o[3] + dof]
-    if not K.forward_dynamics_into(mf, mi, q, qd, tau, grav, ftip, ws, qdd):
-        return False
     n2 = dof * dof
     L = dws[o[2]:o[2] + n2].reshape((dof, dof))
     Li = dws[o[2] + n2:o[2] + 2 * n2].reshape((dof, dof))
     Tq = dws[o[2] + 2 * n2:o[2] + 3 * n2].reshape((dof, dof))
     Tv = dws[o[2] + 3 * n2:o[2] + 4 * n2].reshape((dof, dof))
     M = dws[o[2] + 4 * n2:o[2] + 5 * n2].reshape((dof, dof))
-    rnea_derivatives_into(mf, mi, q, qd, qdd, grav, ftip, ws, dws, Tq, Tv, M)
+    r = dws[o[3]:o[3] + dof]
+    qdd = dws[o[3] + dof:o[3] + 2 * dof]
+    for k in range(dof):
+        qdd[k] = 0.0
+    qdp, qddp = _prepare(mf, mi, q, qd, qdd, ws)   # qddp = 0
+    _forward_pass(mf, mi, qdp, qddp, grav, ws, dws, True)
+    _add_tip_wrench(mf, mi, ws, dws, ftip)
+    o_buf = K._ws_offsets(nb)[1]
+    tau_p = ws[o_buf + 3 * nb:o_buf + 4 * nb]
+    if mi[3] == 0:
+        _bias_and_mass(mi, dws, r, M)
+    else:
+        o_phys = o[1]
+        PM = dws[o_phys + 2 * nb * nb:o_phys + 3 * nb * nb].reshape((nb, nb))
+        _bias_and_mass(mi, dws, tau_p, PM)
+        K.from_phys(mf, mi, tau_p, r)
+        _project(mf, mi, PM, M)
     if not _spd_inverse(M, L, Li, minv):
         return False
-    for r in range(dof):
+    for k in range(dof):
+        r[k] = tau[k] - r[k]
+    for i in range(dof):
+        s = 0.0
+        for k in range(dof):
+            s += minv[i, k] * r[k]
+        qdd[i] = s
+    K.to_phys(mf, mi, qdd, False, qddp)
+    _add_acceleration(mi, dws, qddp)
+    if mi[3] == 0:
+        _backward_pass(mi, dws, Tq, Tv, M)
+    else:
+        Pq = dws[o[1]:o[1] + nb * nb].reshape((nb, nb))
+        Pv = dws[o[1] + nb * nb:o[1] + 2 * nb * nb].reshape((nb, nb))
+        PM = dws[o[1] + 2 * nb * nb:o[1] + 3 * nb * nb].reshape((nb, nb))
+        _backward_pass(mi, dws, Pq, Pv, PM)
+        _project(mf, mi, Pq, Tq)
+        _project(mf, mi, Pv, Tv)
+    for i in range(dof):
         for c in range(dof):
             s1 = 0.0
             s2 = 0.0
             for k in range(dof):
-                a = minv[r, k]
+                a = minv[i, k]
                 s1 += a * Tq[k, c]
                 s2 += a * Tv[k, c]
-            dq[r, c] = -s1
-            dv[r, c] = -s2
+            dq[i, c] = -s1
+            dv[i, c] = -s2
     return True
 
 
