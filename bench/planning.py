@@ -91,12 +91,13 @@ def _stats(recs):
     valid = [r for r in recs if r["valid"]]
     solved = [r for r in valid if r["success"]]
     t = np.array([r["planning_time_s"] + r["simplification_time_s"] for r in solved]) * 1e3
+    def med(key, scale=1.0):
+        return float(np.median([r[key] for r in solved]) * scale) if solved else float("nan")
     return dict(problems=len(recs), valid=len(valid), solved=len(solved),
                 median_ms=float(np.median(t)) if len(t) else float("nan"),
                 p95_ms=float(np.percentile(t, 95)) if len(t) else float("nan"),
-                median_plan_ms=float(np.median([r["planning_time_s"] for r in solved]) * 1e3) if solved else float("nan"),
-                median_simplify_ms=float(np.median([r["simplification_time_s"] for r in solved]) * 1e3) if solved else float("nan"),
-                median_length_rad=float(np.median([r["path_length_rad"] for r in solved])) if solved else float("nan"),
+                median_plan_ms=med("planning_time_s", 1e3), median_simplify_ms=med("simplification_time_s", 1e3),
+                median_length_rad=med("path_length_rad"),
                 colliding=sum(1 for r in solved if r.get("collides_at_0.005")))
 
 

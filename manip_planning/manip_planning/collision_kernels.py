@@ -181,6 +181,14 @@ def path_free(ca, path, resolution):
 
 
 @njit(**_JIT)
+def edges_free(ca, A, B, resolution, out):
+    """out[e] = edge_free(A[e] -> B[e]) for a batch of edges (E, dof)."""
+    q = np.empty(A.shape[1])
+    for e in range(A.shape[0]):
+        out[e] = edge_free(ca, A[e], B[e], resolution, q)
+
+
+@njit(**_JIT)
 def configs_free(ca, Q, out):
     """out[i] = config_free(Q[i]) for Q (N, dof)."""
     for i in range(Q.shape[0]):

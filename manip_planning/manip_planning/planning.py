@@ -4,8 +4,9 @@
 solutions nearest the start when the arm has them, else numerical IK seeded from the start; solutions that
 put a link origin below the floor are skipped), builds the path (joint line, Cartesian straight line, or the
 obstacle-aware path: RRT-Connect over the robot's collision spheres by default (path_planning.py), or
-the heuristics of avoidance.py with ``path_planner="heuristics"``), time-scales it and returns a ``PlanResult`` with an ErrorCode value and
-a message; it never raises for bad input.
+the heuristics of avoidance.py with ``path_planner="heuristics"``), time-scales it (cubic, quintic, or
+the waypoint profiles trapezoidal, toppra, jerk_limited) and returns a ``PlanResult`` with an ErrorCode
+value and a message; it never raises for bad input.
 """
 from __future__ import annotations
 
@@ -100,6 +101,7 @@ class PlannerSettings:
     path_planner: str = "rrt_connect"        # with obstacles: a PATH_PLANNERS name, or "heuristics"
     planning_time_limit: float = 1.0         # s, for the sampling planner
     planner_seed: int = 0                    # random stream of the sampling planner (repeatable plans)
+    backend: str = "cpu"                     # collision checks: "cpu" or "cuda" (batched re-checks on the GPU)
     jerk_limits: tuple = ()                  # rad/s^3 per joint for the jerk_limited profile; empty: 50 each
 
 
@@ -275,7 +277,8 @@ class Planner:
         is inside a grown obstacle (the heuristics then keep what clearance the start and goal have).
         Raises PlanningError(PLANNING_FAILED) when no path is found within the time limit."""
         margin = self.s.safety_margin
-        ch = CollisionChecker(self.collision_model, self.planning_scene(scene, margin + 0.01))
+        ch = CollisionChecker(self.collision_model, self.planning_scene(scene, margin + 0.01),
+                              backend=self.s.backend)
         self._last_checker = ch
         res = plan_path(ch, q0, q1, planner=self.s.path_planner, time_limit_s=self.s.planning_time_limit,
                         seed=self.s.planner_seed)

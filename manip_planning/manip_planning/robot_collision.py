@@ -391,10 +391,20 @@ class RobotCollisionModel:
         return ch.ca[9].copy()
 
 
-class CollisionChecker:
-    """A RobotCollisionModel bound to a PlanningScene: the kernel tuple ``ca`` and Python entry points."""
+BACKENDS = ("cpu", "cuda")
 
-    def __init__(self, robot, scene=None):
+
+class CollisionChecker:
+    """A RobotCollisionModel bound to a PlanningScene: the kernel tuple ``ca`` and Python entry points.
+
+    backend: "cpu" (numba CPU kernels) or "cuda" (collision_cuda.py): the batched checks (are_free,
+    segments_free, first_colliding_segment) then run on the GPU; single checks and the planners' inner loops
+    stay on the CPU."""
+
+    def __init__(self, robot, scene=None, backend="cpu"):
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        self.backend = backend
         self.robot = robot
         self.scene = scene
         m = robot.model
@@ -407,6 +417,10 @@ class CollisionChecker:
         self.dof = m.dof
         self.lower = np.array(m.joint_lower, dtype=np.float64)
         self.upper = np.array(m.joint_upper, dtype=np.float64)
+        self._gpu = None
+        if backend == "cuda":
+            from .collision_cuda import CudaCollisionChecker
+            self._gpu = CudaCollisionChecker(self)
 
     def _q(self, q):
         return np.ascontiguousarray(q, dtype=np.float64).reshape(self.dof)
@@ -416,8 +430,11 @@ class CollisionChecker:
         return bool(config_free(self.ca, self._q(q)))
 
     def are_free(self, Q):
+        """(N,) bools for configurations Q (N, dof)."""
         from .collision_kernels import configs_free
         Q = np.ascontiguousarray(Q, dtype=np.float64).reshape(-1, self.dof)
+        if self._gpu is not None:
+            return self._gpu.are_free(Q)
         out = np.zeros(len(Q), dtype=np.bool_)
         configs_free(self.ca, Q, out)
         return out
@@ -426,10 +443,28 @@ class CollisionChecker:
         from .collision_kernels import edge_free
         return bool(edge_free(self.ca, self._q(a), self._q(b), float(resolution), np.empty(self.dof)))
 
+    def segments_free(self, A, B, resolution=1.0 / 32.0):
+        """(E,) bools: each straight edge A[e] -> B[e] (E, dof) free at steps <= resolution (rad); the
+        batched mode (all samples of all edges in one launch with the cuda backend)."""
+        from .collision_kernels import edges_free
+        A = np.ascontiguousarray(A, dtype=np.float64).reshape(-1, self.dof)
+        B = np.ascontiguousarray(B, dtype=np.float64).reshape(-1, self.dof)
+        if self._gpu is not None:
+            return self._gpu.edges_free(A, B, resolution)
+        out = np.zeros(len(A), dtype=np.bool_)
+        edges_free(self.ca, A, B, float(resolution), out)
+        return out
+
     def first_colliding_segment(self, path, resolution=1.0 / 32.0):
-        """Index of the first segment of path (N, dof) that collides at the resolution (rad), or -1."""
+        """Index of the first segment of path (N, dof) that collides at the resolution (rad), or -1 (0 also
+        when path[0] collides)."""
         from .collision_kernels import path_free
         P = np.ascontiguousarray(path, dtype=np.float64).reshape(-1, self.dof)
+        if self._gpu is not None:
+            if not self._gpu.are_free(P[:1])[0]:
+                return 0
+            bad = np.flatnonzero(~self._gpu.edges_free(P[:-1], P[1:], resolution))
+            return int(bad[0]) if len(bad) else -1
         return int(path_free(self.ca, P, float(resolution)))
 
     def distances(self, q):
