@@ -18,6 +18,7 @@ publisher of the images (sim_bridge, a bag player) and this node (for its dispar
 large-segment profile; main() applies it (manip_core.ros.transport.use_large_data_profile) unless the user
 set FASTDDS_DEFAULT_PROFILES_FILE / FASTRTPS_DEFAULT_PROFILES_FILE or another middleware.
 """
+import dataclasses
 import math
 import time
 
@@ -88,6 +89,9 @@ PARAMETERS = {
     'plane_fit': (True, 'detect the support plane with RANSAC (false: use the plane z = table_height)'),
     'plane_margin': (0.015, 'points closer than this to the support plane (or below it) are dropped (m)'),
     'plane_max_tilt_deg': (15.0, 'plausibility: largest angle between the plane normal and base +z (deg)'),
+    'plane_max_tilt_deg_without_pose': (45.0, 'the same when the camera pose is unknown (no tf, pose parameters at '
+                                              'their defaults): the camera is assumed level, so the floor of a '
+                                              'camera pitched down appears tilted by the pitch (deg)'),
     'plane_inlier_threshold': (0.01, 'RANSAC inlier distance (m)'),
     'plane_min_area': (0.05, 'plausibility: smallest plane area, as inlier voxels * voxel_size^2 (m^2)'),
     'plane_min_camera_height': (0.05, 'plausibility: the camera must be above the plane by at least this (m)'),
@@ -173,6 +177,9 @@ class Config:
         if v['max_pairing_delay'] <= 0 or v['pairing_buffer_size'] < 1:
             raise ValueError("max_pairing_delay must be > 0, pairing_buffer_size >= 1")
         ObstacleTracker(v['track_appear_frames'], v['track_disappear_frames'], v['track_match_distance'])
+        if not 0 <= v['plane_max_tilt_deg_without_pose'] < 90:
+            raise ValueError(f"plane_max_tilt_deg_without_pose must be in [0, 90), got "
+                             f"{v['plane_max_tilt_deg_without_pose']}")
         if not v['base_frame']:
             raise ValueError("base_frame must not be empty")
 
@@ -261,14 +268,21 @@ class StereoObstaclesNode(Node):
         except TransformError as e:
             o = self.config.obstacles
             T, source = camera_pose_matrix(o.camera_position, o.camera_orientation_xyzw), 'parameters'
-            text = (f"camera pose from the camera_position/camera_orientation_xyzw parameters ({e})")
+            text = f"camera pose from the camera_position/camera_orientation_xyzw parameters ({e})"
+            if all(list(self.config.values[n]) == list(PARAMETERS[n][0])
+                   for n in ('camera_position', 'camera_orientation_xyzw')):
+                source = 'default'
+                text = (f"camera pose unknown ({e}; pose parameters not set): assuming a level camera, support "
+                        f"planes tilted up to plane_max_tilt_deg_without_pose "
+                        f"{self.config.values['plane_max_tilt_deg_without_pose']} deg accepted")
         key = (source, camera_frame)
         if key != self._pose_source:
             self._pose_source = key
             p = T[:3, 3]
-            self.get_logger().info(f"{text}: optical centre ({p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}) m, optical "
+            (self.get_logger().warning if source == 'default' else self.get_logger().info)(
+                f"{text}: optical centre ({p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}) m, optical "
                                    f"axis ({T[0, 2]:+.3f}, {T[1, 2]:+.3f}, {T[2, 2]:+.3f}) in {base}")
-        return T
+        return T, source
 
     @staticmethod
     def _new_tracker(config):
@@ -431,7 +445,12 @@ class StereoObstaclesNode(Node):
         frame = header.frame_id or self.config.values['camera_frame']
         # The camera pose: base_frame -> the left camera_info's frame (the left optical frame).
         info_frame = self._info['left'].header.frame_id or frame
-        det = detect_obstacles(points, self.config.obstacles, self._link_points(), self._camera_pose(info_frame))
+        T_cam, pose_source = self._camera_pose(info_frame)
+        params = self.config.obstacles
+        if pose_source == 'default':
+            params = dataclasses.replace(params,
+                                         plane_max_tilt_deg=self.config.values['plane_max_tilt_deg_without_pose'])
+        det = detect_obstacles(points, params, self._link_points(), T_cam)
         self._log_plane(det.plane_detection)
         obstacles = self._tracker.update(det.obstacles)
         t4 = time.perf_counter()

@@ -9,8 +9,10 @@ No rclpy import. Points are (N, 3) in the base frame (m), whose +z is up (agains
   a ceiling, not beyond the working range);
 
 the plausible hypothesis with the most inliers (within ``inlier_threshold``) is refined by least squares on
-its inliers, and accepted when, after refinement, it still passes both checks and has at least
-``min_area / voxel_size**2`` inliers (voxel centroids: the count measures the plane's visible area).
+its inliers, and accepted when, after refinement, it still passes both checks, has at least
+``min_area / voxel_size**2`` inliers (voxel centroids: the count measures the plane's visible area) and
+they are not a thin strip (narrower than half the side of ``min_area``: a plane that grazes a larger,
+more tilted surface).
 Otherwise :func:`detect_support_plane` says why in ``PlaneDetection.message`` and returns no plane: the
 caller removes nothing (no silent fallback to a fixed height).
 
@@ -153,7 +155,7 @@ _REASONS = {2: 'tilted more than plane_max_tilt_deg from horizontal',
             4: 'farther below the camera than plane_max_camera_height'}
 
 
-def _checks(plane, cam, p, min_inliers):
+def _checks(plane, cam, p, min_inliers, width=math.inf):
     """Reason the plane is implausible, or ''."""
     if plane.tilt_deg > p.max_tilt_deg:
         return f"tilt {plane.tilt_deg:.1f} deg > plane_max_tilt_deg {p.max_tilt_deg}"
@@ -164,6 +166,9 @@ def _checks(plane, cam, p, min_inliers):
         return f"camera {h:.3f} m above it > plane_max_camera_height {p.max_camera_height}"
     if plane.inliers < min_inliers:
         return f"{plane.inliers} inliers < {min_inliers} (plane_min_area)"
+    if width < 0.5 * math.sqrt(p.min_area):
+        return (f"its inliers form a strip {width:.3f} m wide < half the side of plane_min_area "
+                f"({0.5 * math.sqrt(p.min_area):.3f} m): a slice through a larger surface")
     return ''
 
 
@@ -210,10 +215,14 @@ def detect_support_plane(points, camera_position, voxel_size, params=None, rng=N
         if n2[2] < 0:
             n2 = -n2
         n, d = n2, -float(n2 @ mean)
-        count = _inlier_moments(cand, n, d, p.inlier_threshold)[0]
+        count, _, cov = _inlier_moments(cand, n, d, p.inlier_threshold)
     inl_count = int(count)
+    # Width of the inlier set: that of a uniform strip with the same spread across its main direction
+    # (sqrt(12) * std along the middle principal axis). A plane that only grazes a larger tilted surface
+    # holds a long thin strip of it.
+    width = math.sqrt(12.0 * max(np.linalg.eigvalsh(cov)[1], 0.0) / max(inl_count, 1))
     plane = Plane(normal=np.asarray(n, float), offset=float(d), fitted=True, inliers=inl_count)
-    reason = _checks(plane, cam, p, min_inliers)
+    reason = _checks(plane, cam, p, min_inliers, width)
     if reason:
         return PlaneDetection(status='rejected', candidate=plane,
                               message=f"support plane rejected ({plane.describe()}): {reason}")
