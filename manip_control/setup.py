@@ -21,7 +21,7 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'controller = manip_control.controller_node:main',
+            'controller = manip_control:controller_main',
             'manip-autotune = manip_control.autotune:main',
         ],
     },

@@ -29,7 +29,7 @@ setup(
         'console_scripts': [
             'manip-model = manip_core.cli:main',
             'manip-launch = manip_core.launcher:main',
-            'model_server = manip_core.model_server_node:main',
+            'model_server = manip_core:model_server_main',
         ],
     },
 )

@@ -21,8 +21,8 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'planner = manip_planning.planner_node:main',
-            'pick_place = manip_planning.pick_place_node:main',
+            'planner = manip_planning:planner_main',
+            'pick_place = manip_planning:pick_place_main',
             'manip-plan-bench = manip_planning.plan_bench:main',
         ],
     },

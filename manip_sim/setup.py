@@ -22,7 +22,7 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'sim_bridge = manip_sim.sim_bridge_node:main',
+            'sim_bridge = manip_sim:sim_bridge_main',
             'manip-demo = manip_sim.demo:main',
         ],
     },

@@ -46,7 +46,6 @@ from __future__ import annotations
 import array
 import gc
 import math
-import signal
 import sys
 import threading
 import time
@@ -57,7 +56,6 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.exceptions import ParameterException
 try:
     from rclpy.exceptions import ParameterUninitializedException
@@ -261,7 +259,8 @@ class ControllerNode(Node):
                                         callback_group=self._cb_action)
         self._pose_sub = self.create_subscription(PoseStamped, "target_pose", self._on_target_pose, 10,
                                                   callback_group=self._cb_control)
-        self._source = RobotModelSource(self, on_model=self._on_model)
+        # a different robot on robot_description is refused while a trajectory runs (model_source)
+        self._source = RobotModelSource(self, on_model=self._on_model, busy=self._model_change_blocker)
         self._period_s = 1.0 / self.rate_hz
         self._timer = self.create_timer(self._period_s, self._tick, callback_group=self._cb_control)
         executor = ("SingleThreadedExecutor" if self.executor_threads == 1
@@ -275,12 +274,25 @@ class ControllerNode(Node):
         return self.get_parameter(name).value
 
     def _array_param(self, name, description):
-        self.declare_parameter(name, Parameter.Type.DOUBLE_ARRAY, ParameterDescriptor(description=description))
+        """A double array that may be unset: declared NOT_SET and dynamically typed (a statically typed,
+        uninitialized parameter makes get_parameters, i.e. `ros2 param dump`, answer nothing at all).
+        One number counts as a one-element array."""
+        self.declare_parameter(name, None, ParameterDescriptor(description=description, dynamic_typing=True))
         try:
             value = self.get_parameter(name).value
         except ParameterUninitializedException:
             value = None
-        return [] if value is None else [float(x) for x in value]
+        if value is None:
+            return []
+        if isinstance(value, str) or isinstance(value, bool):
+            raise ValueError(f"parameter {name} must be a number or an array of numbers, got {value!r}")
+        return [float(value)] if isinstance(value, (int, float)) else [float(x) for x in value]
+
+    def _model_change_blocker(self):
+        """Why the robot model may not change now (RobotModelSource's ``busy``), or None."""
+        if self._active is not None or self._goal is not None:
+            return "a trajectory is being followed"
+        return None
 
     def _warn_once(self, key, text):
         if key not in self._warned:
@@ -789,6 +801,19 @@ class ControllerNode(Node):
             self._active = self._goal = None
         self._dispatch_finished()
 
+    def publish_hold(self):
+        """The last command before exit (main): gravity compensation at the last measured position, whatever
+        was running. False when nothing can be commanded (no model or no joint_states yet)."""
+        with self._lock:
+            model, state = self._model, self._state
+            if model is None or state is None:
+                return False
+            self._hold = state[0].copy()
+            out = gravity_hold(model, self._hold)
+            self._effort_pub.publish(self._command_msg(self._hold, np.zeros_like(self._hold), state[0], out))
+        self.get_logger().info("last command: hold at the last measured position (gravity compensation)")
+        return True
+
 
 def pose_matrix(pose):
     """4x4 transform of a geometry_msgs/Pose (quaternion x, y, z, w; normalised); ValueError when it is
@@ -815,25 +840,14 @@ def _code_name(code):
     return str(code)
 
 
-def _init_without_signal_handlers(argv):
-    """rclpy.init without rclpy's SIGINT/SIGTERM handlers (they invalidate the context at once; this node
-    first reports its goals' results and its timing). Falls back to the plain init on an rclpy without
-    signal_handler_options."""
-    try:
-        from rclpy.signals import SignalHandlerOptions
-        rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
-        return True
-    except (ImportError, TypeError):
-        rclpy.init(args=argv)
-        return False
-
-
 def main(argv=None):
-    own_signals = _init_without_signal_handlers(argv)
-    stop = threading.Event()
-    if own_signals:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+    # SIGINT/SIGTERM at any moment (start-up included) set `stop`: exit 0, no traceback; the last command
+    # before exit is a hold (publish_hold). manip_core.ros.node_main has the details.
+    from manip_core.ros.node_main import init_rclpy
+    stop = init_rclpy(argv)
+    if stop.is_set():
+        rclpy.try_shutdown()
+        return 0
     try:
         node = ControllerNode()
     except (ValueError, ParameterException) as e:  # e.g. rate_hz:=250 (an integer) or control_law:=lqr
@@ -858,6 +872,7 @@ def main(argv=None):
                 executor.spin_once(timeout_sec=0.05)
             for _ in range(10):
                 executor.spin_once(timeout_sec=0.01)
+            node.publish_hold()  # after the last spin: no tick can follow it
             node.get_logger().info(node.timing_summary())
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

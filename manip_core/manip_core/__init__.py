@@ -15,3 +15,9 @@ def __getattr__(name):
         globals().update(RobotModel=RobotModel, IKResult=IKResult)
         return globals()[name]
     raise AttributeError(f"module 'manip_core' has no attribute {name!r}")
+
+
+def model_server_main(args=None):
+    """Console script ``model_server`` (manip_core.ros.node_main.entry: signal handlers before the node imports)."""
+    from manip_core.ros.node_main import entry
+    return entry("manip_core.model_server_node", args)

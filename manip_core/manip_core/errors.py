@@ -16,5 +16,12 @@ class ModelError(ValueError):
         super().__init__(where + reason)
 
 
+def name_some(items, limit=5):
+    """``'a', 'b', 'c' and 12 more``: the first few items of a list for an error message, never thousands."""
+    items = [str(x) for x in items]
+    head = ", ".join(items[:limit])
+    return head + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
 class InputError(ValueError):
     """A numeric argument (joint vector, pose, wrench) has the wrong shape or holds NaN/inf."""

@@ -44,11 +44,13 @@ ANGLE_UNITS = (("_radians", 1.0), ("_degrees", math.pi / 180.0))
 
 
 def parse_kinematic_json(path) -> KinematicTree:
-    """Parse an Isaac-style ``*.kinematic.json`` file (str or pathlib path) into a KinematicTree.
+    """Parse an Isaac-style ``*.kinematic.json`` file (str or pathlib path), or its JSON text (a str whose first
+    non-space character is ``{``), into a KinematicTree.
 
-    Every error is a ModelError naming the file, the link (or ``links[i]``) and the reason.
+    Every error is a ModelError naming the file (``<string>`` for text), the link (or ``links[i]``) and the
+    reason.
     """
-    source = str(path)
+    source = "<string>" if isinstance(path, str) and path.lstrip().startswith("{") else str(path)
     doc = _load(source, path)
     if not isinstance(doc, dict):
         raise ModelError(source, "", "top level must be a JSON object with a 'links' list")
@@ -72,13 +74,19 @@ def parse_kinematic_json(path) -> KinematicTree:
 # ----------------------------------------------------------------------------------------------- file
 
 
-def _load(source, path):
+def _read(source, path):
+    if isinstance(path, str) and path.lstrip().startswith("{"):  # the JSON text itself
+        return path
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise ModelError(source, "", f"cannot read file: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
         raise ModelError(source, "", f"not UTF-8 text: {e.reason}") from e
+
+
+def _load(source, path):
+    text = _read(source, path)
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:

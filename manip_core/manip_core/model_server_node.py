@@ -1,17 +1,19 @@
 """model_server: publishes robot_description and serves the robot model, FK, IK and dynamics.
 
-Parameters: urdf_path | robot_description (URDF text), base_link, tip_link (see ros.model_source).
+Parameters: urdf_path (file, start-up only) | robot_description (URDF or kinematic.json text, never a path),
+base_link, tip_link (see ros.model_source for the contract).
 Topics: robot_description (std_msgs/String, transient local). Services: get_robot_model, compute_fk,
 compute_ik, compute_dynamics (manip_msgs). Bad requests get an ErrorCode and a message; the node keeps serving.
-A new robot_description parameter value is validated first and rejected (with the reason) if malformed.
+A new robot_description parameter value is parsed first and rejected (with the reason) unless it is description
+text that parses; the same robot again is a no-op.
 """
 import sys
 
 import numpy as np
-import rclpy
 from manip_msgs.msg import ErrorCode, RobotModel as RobotModelMsg
 from manip_msgs.srv import ComputeDynamics, ComputeFK, ComputeIK, GetRobotModel
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -38,23 +40,28 @@ class ModelServer(Node):
             self.get_logger().error("no valid robot model: set urdf_path or robot_description; services answer "
                                     "NOT_READY until then")
         self.add_on_set_parameters_callback(self._on_parameters)
-        self.create_service(GetRobotModel, "get_robot_model", self._get_model)
-        self.create_service(ComputeFK, "compute_fk", self._compute_fk)
-        self.create_service(ComputeIK, "compute_ik", self._compute_ik)
-        self.create_service(ComputeDynamics, "compute_dynamics", self._compute_dynamics)
+        # the model services in their own group: a parameter change that parses a description (the node's
+        # default group) never holds them up (main() spins two threads)
+        group = ReentrantCallbackGroup()
+        self.create_service(GetRobotModel, "get_robot_model", self._get_model, callback_group=group)
+        self.create_service(ComputeFK, "compute_fk", self._compute_fk, callback_group=group)
+        self.create_service(ComputeIK, "compute_ik", self._compute_ik, callback_group=group)
+        self.create_service(ComputeDynamics, "compute_dynamics", self._compute_dynamics, callback_group=group)
 
     # ------------------------------------------------------------------------------------------ model
     def _publish(self, model, urdf_text):
         self._pub.publish(String(data=urdf_text))
 
     def _on_parameters(self, params):
+        """A new robot_description must be description TEXT that parses (never a path: urdf_path is read-only,
+        read at start-up); it is parsed here, in the parameter services' callback group, while the model
+        services keep answering from theirs. The same robot again changes nothing."""
         for p in params:
-            if p.name in ("robot_description", "urdf_path") and p.value:
+            if p.name == "robot_description":
                 try:
-                    text = p.value if p.name == "robot_description" else open(p.value).read()
-                    self._source.load(text, source=p.name)
-                except (OSError, ModelError, ValueError) as e:
-                    self.get_logger().error(f"rejected new {p.name}: {e}")
+                    self._source.load(p.value, source="robot_description parameter")
+                except ModelError as e:
+                    self.get_logger().error(f"rejected new robot_description: {e}")
                     return SetParametersResult(successful=False, reason=str(e))
         return SetParametersResult(successful=True)
 
@@ -198,17 +205,10 @@ class ModelServer(Node):
 
 
 def main(argv=None):
-    rclpy.init(args=argv)
-    node = ModelServer()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+    """SIGINT/SIGTERM at any moment: exit 0, no traceback (manip_core.ros.node_main)."""
+    from rclpy.executors import MultiThreadedExecutor
+    from .ros.node_main import run_node
+    return run_node(argv, "model_server", ModelServer, lambda: MultiThreadedExecutor(num_threads=2))
 
 
 if __name__ == "__main__":

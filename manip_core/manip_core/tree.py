@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from .errors import ModelError
+from .errors import ModelError, name_some
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 
@@ -146,7 +146,7 @@ class KinematicTree:
         for role, ln in (("base link", base), ("tip link", tip)):
             if ln not in self.links:
                 raise ModelError(self.source, f"{role} '{ln}'", f"not a link of this robot "
-                                                                 f"(links: {', '.join(self.links)})")
+                                                                 f"(links: {name_some(self.links)})")
         joints = []
         n = tip
         while n != base:

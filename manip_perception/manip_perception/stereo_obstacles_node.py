@@ -26,7 +26,7 @@ import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
                        qos_profile_sensor_data)
@@ -557,37 +557,17 @@ class StereoObstaclesNode(Node):
 
 
 def main(args=None):
-    node = executor = None
-    rc = 0
-    try:
-        from manip_core.ros.transport import use_large_data_profile
-        use_large_data_profile()  # before the first participant: Fast DDS reads the profile once
-        rclpy.init(args=args)  # installs the SIGINT/SIGTERM handlers that shut the context down
-        # Created at once: an executor created after a signal shut the context down fails noisily in rclpy.
-        executor = SingleThreadedExecutor()
-        node = StereoObstaclesNode()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ValueError, TypeError, ParameterException) as e:  # invalid start-up parameters (value or type)
-        rclpy.logging.get_logger('stereo_obstacles').fatal(f"invalid parameters: {e}")
-        rc = 1
-    except Exception:
-        # A signal that shuts the context down while spin() builds its wait set surfaces as an RCLError
-        # ("the given context is not valid") instead of ExternalShutdownException: still a clean stop.
-        if rclpy.ok():
-            raise
-    finally:
-        if node is not None:
-            summary = node.summary()
-            # Destroyed first: after a signal the context is shut down and rosout can no longer publish.
-            node.destroy_node()
-            rclpy.logging.get_logger('stereo_obstacles').info(f"shut down: {summary}")
-        if executor is not None:
-            executor.shutdown()
-        rclpy.try_shutdown()
-    return rc
+    """SIGINT/SIGTERM at any moment: exit 0, no traceback (manip_core.ros.node_main); invalid start-up
+    parameters (value or type): one FATAL line, exit 1."""
+    from manip_core.ros.node_main import run_node
+    from manip_core.ros.transport import use_large_data_profile
+    use_large_data_profile()  # before the first participant: Fast DDS reads the profile once
+
+    def summary(node):
+        rclpy.logging.get_logger('stereo_obstacles').info(f"shut down: {node.summary()}")
+
+    return run_node(args, 'stereo_obstacles', StereoObstaclesNode, SingleThreadedExecutor, on_exit=summary,
+                    config_errors=(ValueError, TypeError, ParameterException), config_status=1)
 
 
 if __name__ == '__main__':

@@ -116,7 +116,9 @@ class PickPlaceNode(Node):
         self._busy = False
         self._machine = None
         self.planner = None
-        self.source = RobotModelSource(self, on_model=self._on_model)
+        # a different robot on robot_description is refused while a task runs (model_source)
+        self.source = RobotModelSource(self, on_model=self._on_model,
+                                       busy=lambda: "a pick-and-place task is running" if self._busy else None)
         self.create_subscription(JointState, "joint_states", self._on_joint_state, 10, callback_group=self._group)
         self.plan_client = self.create_client(PlanTrajectory, "plan_trajectory", callback_group=self._group)
         self.grasp_client = self.create_client(Grasp, "gripper/grasp", callback_group=self._group)

@@ -20,14 +20,12 @@ The maths lives in planning.py (no rclpy).
 from __future__ import annotations
 
 import math
-import signal
 import threading
 
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Duration as DurationMsg
 from geometry_msgs.msg import Point
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rcl_interfaces.msg import ParameterDescriptor
 from sensor_msgs.msg import JointState
@@ -272,45 +270,11 @@ class PlannerNode(Node):
         self.path_pub.publish(arr)
 
 
-def init_and_signals(args, name):
-    """rclpy.init without rclpy's own signal handlers; SIGINT and SIGTERM set the returned event instead
-    (the node then leaves its spin loop and shuts down cleanly, exit status 0, no traceback)."""
-    try:
-        from rclpy.signals import SignalHandlerOptions
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    except (ImportError, TypeError):
-        rclpy.init(args=args)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    return stop
-
-
 def run_node(args, name, make_node, make_executor, on_stop=None):
-    """Main loop of a node of this package: init (init_and_signals), spin ``make_node()`` on ``make_executor()``
-    until SIGINT/SIGTERM, call ``on_stop(node)`` while the context is still up, then shut down. A bad
-    parameter (ValueError) is logged as fatal: exit status 2; otherwise 0."""
-    stop = init_and_signals(args, name)
-    node = None
-    code = 0
-    try:
-        node = make_node()
-        executor = make_executor()
-        executor.add_node(node)
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-        if on_stop is not None:
-            on_stop(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ValueError as e:
-        rclpy.logging.get_logger(name).fatal(str(e))
-        code = 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    """Main loop of a node of this package (manip_core.ros.node_main.run_node: SIGINT/SIGTERM at any moment
+    -> exit 0, no traceback; a bad parameter (ValueError) -> FATAL, exit 2)."""
+    from manip_core.ros.node_main import run_node as _run_node
+    return _run_node(args, name, make_node, make_executor, on_stop=on_stop)
 
 
 def main(args=None):

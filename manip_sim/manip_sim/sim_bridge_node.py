@@ -34,15 +34,8 @@ import threading
 import time
 
 import numpy as np
-import rclpy
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy, qos_profile_sensor_data
-
-try:
-    from rclpy.executors import ExternalShutdownException
-except ImportError:  # pragma: no cover (older rclpy)
-    class ExternalShutdownException(Exception):
-        pass
 
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Pose
@@ -429,26 +422,21 @@ class SimBridge(Node):
 
 
 def main(args=None):
+    """SIGINT/SIGTERM at any moment: threads, renderer and PyBullet stopped, exit 0, no traceback
+    (manip_core.ros.node_main); configuration errors: one FATAL line, exit 1."""
+    from manip_core.ros.node_main import run_node
     from manip_core.ros.transport import use_large_data_profile
+    from rclpy.executors import SingleThreadedExecutor
     use_large_data_profile()  # camera images: must precede the first participant (rclpy.init)
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = SimBridge()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (SceneError, ValueError, FileNotFoundError, RuntimeError) as exc:   # configuration errors: no traceback
-        rclpy.logging.get_logger("sim_bridge").fatal(str(exc))
-        code = 1
-    finally:
-        if node is not None:
-            node.stop()
-            code = 1 if node.failed else code
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    failed = []
+
+    def stop(node):
+        node.stop()
+        failed.append(node.failed)
+
+    code = run_node(args, "sim_bridge", SimBridge, SingleThreadedExecutor, on_exit=stop,
+                    config_errors=(SceneError, ValueError, FileNotFoundError, RuntimeError), config_status=1)
+    return 1 if any(failed) else code
 
 
 if __name__ == "__main__":

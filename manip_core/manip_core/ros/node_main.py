@@ -1,0 +1,137 @@
+"""Start-up and shutdown of every manip node: a quiet, prompt exit 0 on SIGINT/SIGTERM at any moment.
+
+How ``ros2 launch`` stops a graph: a Ctrl-C of the terminal reaches every node (the process group), launch
+forwards its own SIGINT too (so a node gets two), then SIGTERM after 5 s, then SIGKILL. A node must end with
+status 0 and no traceback whichever of these arrive, and whenever: while Python loads the node's modules,
+inside ``rclpy.init``, while the node is built, while it waits for the robot description, while it spins,
+and while it shuts down.
+
+* :func:`entry` is the console script of a node (``controller = manip_control:controller_main`` calls
+  ``entry("manip_control.controller_node")``). It installs the handlers before the node's module is imported
+  (rclpy, NumPy, numba, OpenCV: about a second) and skips the node when a signal came meanwhile. The
+  handlers never raise: an exception raised inside an extension module's import, or half-way through
+  building a node, would leave a traceback or a child process (sim_bridge's renderer) behind. When the
+  node's main returns, the signals are ignored for the rest of the exit (see ignore_stop_signals).
+  Left: the interpreter's own start before the entry point's first line (here ~50-100 ms, the venv's
+  ``.pth`` files and the ROS wheels' re-exec): a SIGINT there is Python's KeyboardInterrupt.
+* :func:`init_rclpy` starts rclpy WITHOUT rclpy's own signal handlers (they invalidate the context at once,
+  so a signal between ``rclpy.init`` and the executor's wait set gave ``failed to initialize wait set: the
+  given context is not valid``, and a second SIGINT raised KeyboardInterrupt inside the clean-up).
+* :func:`run_node` is the main loop: spin until a signal, ``on_stop(node)`` while the context is still
+  valid (a controller commands a hold, servers report their goals), then destroy the node and shut down.
+
+The handlers only set :func:`stop_event`; they are installed once per process and stay until it exits.
+"""
+import importlib
+import signal
+import threading
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_stop = threading.Event()
+_received = []
+
+
+def _handler(signum, frame):
+    _received.append(signum)
+    _stop.set()
+
+
+def install_stop_handlers():
+    """Catch SIGINT and SIGTERM (main thread only) into :func:`stop_event`; returns the event."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            if signal.getsignal(sig) is not _handler:
+                signal.signal(sig, _handler)
+    return _stop
+
+
+def stop_event():
+    """Set by the first SIGINT/SIGTERM (once :func:`install_stop_handlers` ran)."""
+    return _stop
+
+
+def signals_received():
+    """Numbers of the stop signals received so far (a copy)."""
+    return list(_received)
+
+
+def entry(module, args=None, attr="main"):
+    """Console script of a node: handlers first, then import ``module`` and call its ``attr(args)``."""
+    install_stop_handlers()
+    try:
+        main = getattr(importlib.import_module(module), attr)
+        return 0 if _stop.is_set() else main(args)
+    finally:
+        ignore_stop_signals()
+
+
+def ignore_stop_signals():
+    """From here on the process only exits: ignore SIGINT/SIGTERM. (At exit CPython puts SIG_DFL back for
+    signals that have a Python handler, so a second Ctrl-C during the interpreter's clean-up would kill
+    it with -2; an ignored signal stays ignored.)"""
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def init_rclpy(args=None):
+    """``rclpy.init`` without rclpy's signal handlers (ours stay); the stop event."""
+    import rclpy
+    install_stop_handlers()
+    try:
+        from rclpy.signals import SignalHandlerOptions
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except (ImportError, TypeError):  # pragma: no cover (an rclpy older than Humble)
+        rclpy.init(args=args)
+        install_stop_handlers()
+    return _stop
+
+
+def spin_until_stopped(executor, period_s=0.1):
+    """Spin until a stop signal or until the context goes down (the signal is seen within period_s)."""
+    import rclpy
+    while not _stop.is_set() and rclpy.ok():
+        executor.spin_once(timeout_sec=period_s)
+
+
+def run_node(args, name, make_node, make_executor, on_stop=None, on_exit=None,
+             config_errors=(ValueError,), config_status=2):
+    """Main of a node: :func:`init_rclpy`, ``node = make_node()``, spin it on ``make_executor()`` until a stop
+    signal, ``on_stop(node)`` (context still valid), ``on_exit(node)`` (always, also after an error), destroy,
+    shut down. An exception of ``config_errors`` (a bad parameter) is logged as FATAL in one line: exit
+    ``config_status``. Returns 0 otherwise; a signal at any moment gives 0 without a traceback."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    stop = init_rclpy(args)
+    node = executor = None
+    code = 0
+    try:
+        if not stop.is_set():
+            node = make_node()
+        if node is not None and not stop.is_set():
+            executor = make_executor()
+            executor.add_node(node)
+            spin_until_stopped(executor)
+        if node is not None and on_stop is not None and rclpy.ok():
+            on_stop(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except config_errors as e:
+        if stop.is_set() and not rclpy.ok():
+            pass
+        else:
+            rclpy.logging.get_logger(name).fatal(f"{type(e).__name__}: {e}")
+            code = config_status
+    except Exception:
+        if rclpy.ok():
+            raise
+        # the context went down under a call (only an external rclpy.shutdown does that): a stop, not a crash
+    finally:
+        if node is not None and on_exit is not None:
+            on_exit(node)
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code
