@@ -287,3 +287,25 @@ def test_unknown_pose_pitched_camera_on_a_floor():
     T_level = camera_pose_matrix((0, 0, 0), LEVEL_CAMERA_XYZW)
     center_true = transform_points([det.obstacles[0].center], T_true @ np.linalg.inv(T_level))[0]
     assert np.linalg.norm(center_true - [2.0, 0.0, 0.1575]) < 0.03, center_true
+
+
+def test_unconfigured_defaults_find_the_objects(scene):
+    """Every default as the node has it with no pose at all (no tf, pose parameters unset): texture check
+    off, disparity range of the default working depths 0.5-5 m, a level camera assumed, support planes up
+    to 45 deg. The table, seen 38 deg from level, is found and removed, and the three objects are the
+    obstacles (boxes in the assumed frame: centres mapped to the true frame within 5 cm)."""
+    from manip_perception.stereo import disparity_range
+    cam = scene.camera
+    lo, num = disparity_range(cam.fx, cam.baseline, 0.5, 5.0, 0, 5)
+    g = [cv2.cvtColor(x, cv2.COLOR_RGB2GRAY) for x in (scene.left, scene.right)]
+    disp = DisparityMatcher(SgbmParams(min_disparity=lo, num_disparities=num)).compute(*g)
+    pts = back_project(disparity_to_depth(disp, cam.fx, cam.baseline), cam.fx, cam.fy, cam.cx, cam.cy,
+                       min_depth=0.5, max_depth=5.0)
+    det = detect_obstacles(pts, ObstacleParams(plane_max_tilt_deg=45.0))
+    assert det.plane_detection.status == 'found' and abs(det.plane.tilt_deg - 38.0) < 1.0
+    assert len(det.obstacles) == len(scene.objects), [d.center for d in det.obstacles]
+    to_true = camera_pose_matrix(cam.position, cam.orientation_xyzw) @ np.linalg.inv(
+        camera_pose_matrix((0, 0, 0), LEVEL_CAMERA_XYZW))
+    centers = transform_points([d.center for d in det.obstacles], to_true)
+    for o in scene.objects:
+        assert np.min(np.linalg.norm(centers - o.expected_center(0.015), axis=1)) < 0.05, o.name
