@@ -282,3 +282,29 @@ def test_attached_object_moves_with_the_tip():
     assert not ch.is_free(q)
     rc.attach(None)
     assert CollisionChecker(rc, PlanningScene([probe])).is_free(q)
+
+
+def test_scene_from_manip_msgs():
+    from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
+    from manip_msgs.msg import Obstacle as ObstacleMsg, ObstacleArray, SceneObject, SceneObjectArray
+    arr = ObstacleArray()
+    arr.obstacles.append(ObstacleMsg(id=3, center=Point(x=1.0, y=0.0, z=0.5), size=Vector3(x=0.2, y=0.4, z=0.6),
+                                     radius=0.4, num_points=10))
+    arr.obstacles.append(ObstacleMsg(id=4, center=Point(x=0.0, y=2.0, z=0.0), radius=0.1, num_points=3))
+    sc = PlanningScene.from_obstacle_array(arr)
+    assert [s.kind for s in sc.shapes] == ["box", "sphere"]
+    assert sc.signed_distance([[1.0, 0.0, 1.0]])[0] == pytest.approx(0.2)
+    assert sc.signed_distance([[0.0, 2.5, 0.0]])[0] == pytest.approx(0.4)
+    s = 0.5 * math.sqrt(2.0)
+    objs = SceneObjectArray()
+    objs.objects.append(SceneObject(name="shelf", kind=SceneObject.KIND_OBSTACLE,
+                                    pose=Pose(position=Point(x=0.5, y=0.0, z=0.2),
+                                              orientation=Quaternion(x=0.0, y=0.0, z=s, w=s)),
+                                    size=Vector3(x=0.4, y=0.1, z=0.2)))
+    objs.objects.append(SceneObject(name="cube", kind=SceneObject.KIND_OBJECT, attached=True,
+                                    pose=Pose(orientation=Quaternion(w=1.0)), size=Vector3(x=0.05, y=0.05, z=0.05)))
+    sc = PlanningScene.from_scene_objects(objs)
+    assert len(sc) == 1
+    # turned 90 deg about z: the 0.4 m side runs along y
+    assert sc.shapes[0].signed_distance([[0.5, 0.5, 0.2]])[0] == pytest.approx(0.3)
+    assert sc.shapes[0].signed_distance([[0.8, 0.0, 0.2]])[0] == pytest.approx(0.25)
