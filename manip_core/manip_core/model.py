@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 import numpy as np
 
-from . import _derivative_kernels as _DK, _ik_kernel, _kernels as K
+from . import _derivative_kernels as _DK, _ik_kernel, _kernels as K, _lane_kernels as _LK
 from . import dynamics_derivatives as _deriv
 from .compile import compile_tree
 from .errors import InputError, ModelError
@@ -349,8 +349,9 @@ class RobotModel:
         g, f = self._gravity(gravity), self._ftip(f_tip)
         if not (np.all(np.isfinite(g)) and np.all(np.isfinite(f))):
             raise InputError("inverse_dynamics_batch: gravity or f_tip holds NaN or inf")
-        self._batch_status(K.rnea_batch(self._mf, self._mi, Q, QD, QDD, g, f, out), "inverse_dynamics_batch",
-                           Q, QD, QDD)
+        # W configurations side by side in SIMD lanes (manip_core._lane_kernels)
+        self._batch_status(_LK.rnea_batch_lanes(self._mf, self._mi, Q, QD, QDD, g, f, out),
+                           "inverse_dynamics_batch", Q, QD, QDD)
         return out
 
     def mass_matrix(self, q, *, out=None, data=None):

@@ -1,0 +1,304 @@
+"""numba kernels: batched inverse dynamics with W configurations side by side (SIMD lanes).
+
+The scalar kernels (_kernels.py) walk the tree once per configuration; here every per-body quantity is stored
+as (component, lane) with the W lanes contiguous, and every arithmetic step is a loop over the lanes, which
+LLVM turns into vector instructions (AVX2: 4 doubles, AVX-512: 8). The tree structure (parents, joint types,
+axes, inertias) is the same for every lane, so all branches sit outside the lane loops. sin/cos are scalar
+calls (no vector math library here), taken once per joint and lane. Same maths as rnea_into: relative
+transforms R_rel = R_X Rot(axis, q) (Rodrigues), p_rel = p_X (+ R_X axis q for prismatic joints), then
+Newton-Euler in body frames; mimic joints through q_phys = A q + b and tau = A^T tau_phys.
+"""
+import numpy as np
+from numba import njit, prange
+
+from . import _kernels as K
+from ._layout import BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O_H, O_I, O_M, O_P, O_R
+
+W = 8  # lanes per group: two AVX2 vectors (or one AVX-512 vector) per component
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath=False)
+
+
+@njit(**_JIT)
+def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F, out):
+    """tau of configurations k0 .. k0 + W - 1 into out[k0:k0 + W]."""
+    nb, dof = mi[0], mi[1]
+    mimic = mi[3] != 0
+    om = K._map_offset(mi)
+    # joint values of the physical joints, (nb, W)
+    for i in range(nb):
+        if mimic:
+            for l in range(W):
+                s0 = mf[om + nb * dof + i]
+                s1 = 0.0
+                s2 = 0.0
+                for j in range(dof):
+                    a = mf[om + i * dof + j]
+                    s0 += a * Q[k0 + l, j]
+                    s1 += a * QD[k0 + l, j]
+                    s2 += a * QDD[k0 + l, j]
+                qp[i, l] = s0
+                qdp[i, l] = s1
+                qddp[i, l] = s2
+        else:
+            for l in range(W):
+                qp[i, l] = Q[k0 + l, i]
+                qdp[i, l] = QD[k0 + l, i]
+                qddp[i, l] = QDD[k0 + l, i]
+    # relative transforms
+    for i in range(nb):
+        b = i * BODY_STRIDE
+        x00, x01, x02 = mf[b + O_R], mf[b + O_R + 1], mf[b + O_R + 2]
+        x10, x11, x12 = mf[b + O_R + 3], mf[b + O_R + 4], mf[b + O_R + 5]
+        x20, x21, x22 = mf[b + O_R + 6], mf[b + O_R + 7], mf[b + O_R + 8]
+        px, py, pz = mf[b + O_P], mf[b + O_P + 1], mf[b + O_P + 2]
+        ax, ay, az = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        Ri = R[i]
+        Pi = P[i]
+        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+            dx = x00 * ax + x01 * ay + x02 * az
+            dy = x10 * ax + x11 * ay + x12 * az
+            dz = x20 * ax + x21 * ay + x22 * az
+            for l in range(W):
+                Ri[0, l] = x00
+                Ri[1, l] = x01
+                Ri[2, l] = x02
+                Ri[3, l] = x10
+                Ri[4, l] = x11
+                Ri[5, l] = x12
+                Ri[6, l] = x20
+                Ri[7, l] = x21
+                Ri[8, l] = x22
+                Pi[0, l] = px + dx * qp[i, l]
+                Pi[1, l] = py + dy * qp[i, l]
+                Pi[2, l] = pz + dz * qp[i, l]
+            continue
+        # sin / cos: scalar calls, kept in the P rows before they are overwritten
+        for l in range(W):
+            Pi[0, l] = np.cos(qp[i, l])
+            Pi[1, l] = np.sin(qp[i, l])
+        for l in range(W):
+            c = Pi[0, l]
+            s = Pi[1, l]
+            t = 1.0 - c
+            j00 = c + t * ax * ax
+            j01 = t * ax * ay - s * az
+            j02 = t * ax * az + s * ay
+            j10 = t * ax * ay + s * az
+            j11 = c + t * ay * ay
+            j12 = t * ay * az - s * ax
+            j20 = t * ax * az - s * ay
+            j21 = t * ay * az + s * ax
+            j22 = c + t * az * az
+            Ri[0, l] = x00 * j00 + x01 * j10 + x02 * j20
+            Ri[1, l] = x00 * j01 + x01 * j11 + x02 * j21
+            Ri[2, l] = x00 * j02 + x01 * j12 + x02 * j22
+            Ri[3, l] = x10 * j00 + x11 * j10 + x12 * j20
+            Ri[4, l] = x10 * j01 + x11 * j11 + x12 * j21
+            Ri[5, l] = x10 * j02 + x11 * j12 + x12 * j22
+            Ri[6, l] = x20 * j00 + x21 * j10 + x22 * j20
+            Ri[7, l] = x20 * j01 + x21 * j11 + x22 * j21
+            Ri[8, l] = x20 * j02 + x21 * j12 + x22 * j22
+            Pi[0, l] = px
+            Pi[1, l] = py
+            Pi[2, l] = pz
+    # forward: V_i = X_i V_p + S qd, A_i = X_i A_p + V_i x S qd + S qdd; F_i = G A_i + V_i x* G V_i
+    g0, g1, g2 = -grav[0], -grav[1], -grav[2]
+    for i in range(nb):
+        b = i * BODY_STRIDE
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        prism = mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC
+        sw0, sw1, sw2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        sv0, sv1, sv2 = 0.0, 0.0, 0.0
+        if prism:
+            sv0, sv1, sv2 = sw0, sw1, sw2
+            sw0, sw1, sw2 = 0.0, 0.0, 0.0
+        m = mf[b + O_M]
+        h0, h1, h2 = mf[b + O_H], mf[b + O_H + 1], mf[b + O_H + 2]
+        I00, I01, I02 = mf[b + O_I], mf[b + O_I + 1], mf[b + O_I + 2]
+        I10, I11, I12 = mf[b + O_I + 3], mf[b + O_I + 4], mf[b + O_I + 5]
+        I20, I21, I22 = mf[b + O_I + 6], mf[b + O_I + 7], mf[b + O_I + 8]
+        Ri, Pi, Vi, Ai, Fi = R[i], P[i], V[i], A[i], F[i]
+        for l in range(W):
+            if p < 0:
+                vw0, vw1, vw2, vv0, vv1, vv2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+                aw0, aw1, aw2, av0, av1, av2 = 0.0, 0.0, 0.0, g0, g1, g2
+            else:
+                vw0, vw1, vw2 = V[p, 0, l], V[p, 1, l], V[p, 2, l]
+                vv0, vv1, vv2 = V[p, 3, l], V[p, 4, l], V[p, 5, l]
+                aw0, aw1, aw2 = A[p, 0, l], A[p, 1, l], A[p, 2, l]
+                av0, av1, av2 = A[p, 3, l], A[p, 4, l], A[p, 5, l]
+            r0, r1, r2, r3, r4, r5, r6, r7, r8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
+                                                  Ri[6, l], Ri[7, l], Ri[8, l])
+            q0, q1, q2 = Pi[0, l], Pi[1, l], Pi[2, l]
+            # motion to child: w' = R^T w, v' = R^T (v + w x p)
+            u0 = vv0 + vw1 * q2 - vw2 * q1
+            u1 = vv1 + vw2 * q0 - vw0 * q2
+            u2 = vv2 + vw0 * q1 - vw1 * q0
+            qd = qdp[i, l]
+            qdd = qddp[i, l]
+            w0 = r0 * vw0 + r3 * vw1 + r6 * vw2 + sw0 * qd
+            w1 = r1 * vw0 + r4 * vw1 + r7 * vw2 + sw1 * qd
+            w2 = r2 * vw0 + r5 * vw1 + r8 * vw2 + sw2 * qd
+            v0 = r0 * u0 + r3 * u1 + r6 * u2 + sv0 * qd
+            v1 = r1 * u0 + r4 * u1 + r7 * u2 + sv1 * qd
+            v2 = r2 * u0 + r5 * u1 + r8 * u2 + sv2 * qd
+            u0 = av0 + aw1 * q2 - aw2 * q1
+            u1 = av1 + aw2 * q0 - aw0 * q2
+            u2 = av2 + aw0 * q1 - aw1 * q0
+            a0 = r0 * aw0 + r3 * aw1 + r6 * aw2
+            a1 = r1 * aw0 + r4 * aw1 + r7 * aw2
+            a2 = r2 * aw0 + r5 * aw1 + r8 * aw2
+            a3 = r0 * u0 + r3 * u1 + r6 * u2
+            a4 = r1 * u0 + r4 * u1 + r7 * u2
+            a5 = r2 * u0 + r5 * u1 + r8 * u2
+            # + ad_V (S qd) + S qdd
+            t0, t1, t2, t3, t4, t5 = sw0 * qd, sw1 * qd, sw2 * qd, sv0 * qd, sv1 * qd, sv2 * qd
+            a0 += w1 * t2 - w2 * t1 + sw0 * qdd
+            a1 += w2 * t0 - w0 * t2 + sw1 * qdd
+            a2 += w0 * t1 - w1 * t0 + sw2 * qdd
+            a3 += v1 * t2 - v2 * t1 + w1 * t5 - w2 * t4 + sv0 * qdd
+            a4 += v2 * t0 - v0 * t2 + w2 * t3 - w0 * t5 + sv1 * qdd
+            a5 += v0 * t1 - v1 * t0 + w0 * t4 - w1 * t3 + sv2 * qdd
+            Vi[0, l], Vi[1, l], Vi[2, l], Vi[3, l], Vi[4, l], Vi[5, l] = w0, w1, w2, v0, v1, v2
+            Ai[0, l], Ai[1, l], Ai[2, l], Ai[3, l], Ai[4, l], Ai[5, l] = a0, a1, a2, a3, a4, a5
+            # G x = [I w + h x v; m v - h x w]
+            f0 = I00 * a0 + I01 * a1 + I02 * a2 + h1 * a5 - h2 * a4
+            f1 = I10 * a0 + I11 * a1 + I12 * a2 + h2 * a3 - h0 * a5
+            f2 = I20 * a0 + I21 * a1 + I22 * a2 + h0 * a4 - h1 * a3
+            f3 = m * a3 - (h1 * a2 - h2 * a1)
+            f4 = m * a4 - (h2 * a0 - h0 * a2)
+            f5 = m * a5 - (h0 * a1 - h1 * a0)
+            k0_ = I00 * w0 + I01 * w1 + I02 * w2 + h1 * v2 - h2 * v1
+            k1_ = I10 * w0 + I11 * w1 + I12 * w2 + h2 * v0 - h0 * v2
+            k2_ = I20 * w0 + I21 * w1 + I22 * w2 + h0 * v1 - h1 * v0
+            k3_ = m * v0 - (h1 * w2 - h2 * w1)
+            k4_ = m * v1 - (h2 * w0 - h0 * w2)
+            k5_ = m * v2 - (h0 * w1 - h1 * w0)
+            # - ad_V^T (G V) = [w x gm + v x gf; w x gf]
+            Fi[0, l] = f0 + w1 * k2_ - w2 * k1_ + v1 * k5_ - v2 * k4_
+            Fi[1, l] = f1 + w2 * k0_ - w0 * k2_ + v2 * k3_ - v0 * k5_
+            Fi[2, l] = f2 + w0 * k1_ - w1 * k0_ + v0 * k4_ - v1 * k3_
+            Fi[3, l] = f3 + w1 * k5_ - w2 * k4_
+            Fi[4, l] = f4 + w2 * k3_ - w0 * k5_
+            Fi[5, l] = f5 + w0 * k4_ - w1 * k3_
+    tb = mi[2]
+    if has_ftip and tb >= 0:
+        for r in range(6):
+            for l in range(W):
+                F[tb, r, l] += ftip_body[r]
+    # backward: tau_i = S^T F_i (kept in qp), F_p += X_i^T F_i: m' = R m + p x (R f), f' = R f
+    for i in range(nb - 1, -1, -1):
+        b = i * BODY_STRIDE
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        prism = mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC
+        s0, s1, s2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        Fi, Ri, Pi = F[i], R[i], P[i]
+        if prism:
+            for l in range(W):
+                qp[i, l] = s0 * Fi[3, l] + s1 * Fi[4, l] + s2 * Fi[5, l]
+        else:
+            for l in range(W):
+                qp[i, l] = s0 * Fi[0, l] + s1 * Fi[1, l] + s2 * Fi[2, l]
+        if p < 0:
+            continue
+        Fp = F[p]
+        for l in range(W):
+            r0, r1, r2, r3, r4, r5, r6, r7, r8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
+                                                  Ri[6, l], Ri[7, l], Ri[8, l])
+            c0, c1, c2, c3, c4, c5 = Fi[0, l], Fi[1, l], Fi[2, l], Fi[3, l], Fi[4, l], Fi[5, l]
+            m0 = r0 * c0 + r1 * c1 + r2 * c2
+            m1 = r3 * c0 + r4 * c1 + r5 * c2
+            m2 = r6 * c0 + r7 * c1 + r8 * c2
+            f0 = r0 * c3 + r1 * c4 + r2 * c5
+            f1 = r3 * c3 + r4 * c4 + r5 * c5
+            f2 = r6 * c3 + r7 * c4 + r8 * c5
+            q0, q1, q2 = Pi[0, l], Pi[1, l], Pi[2, l]
+            Fp[0, l] += m0 + q1 * f2 - q2 * f1
+            Fp[1, l] += m1 + q2 * f0 - q0 * f2
+            Fp[2, l] += m2 + q0 * f1 - q1 * f0
+            Fp[3, l] += f0
+            Fp[4, l] += f1
+            Fp[5, l] += f2
+    # actuated joint forces: tau = A^T tau_phys
+    if mimic:
+        for j in range(dof):
+            for l in range(W):
+                s = 0.0
+                for i in range(nb):
+                    s += mf[om + i * dof + j] * qp[i, l]
+                out[k0 + l, j] = s
+    else:
+        for i in range(nb):
+            for l in range(W):
+                out[k0 + l, i] = qp[i, l]
+
+
+@njit(**_JIT)
+def _tip_wrench_body(mf, mi, ftip, out6):
+    """f_tip (tip frame, at the tip) as a wrench on the tip body in its frame: constant, the same for every q."""
+    o = K._tip_offset(mi)
+    R = mf[o:o + 9]
+    pp = mf[o + 9:o + 12]
+    m0 = R[0] * ftip[0] + R[1] * ftip[1] + R[2] * ftip[2]
+    m1 = R[3] * ftip[0] + R[4] * ftip[1] + R[5] * ftip[2]
+    m2 = R[6] * ftip[0] + R[7] * ftip[1] + R[8] * ftip[2]
+    f0 = R[0] * ftip[3] + R[1] * ftip[4] + R[2] * ftip[5]
+    f1 = R[3] * ftip[3] + R[4] * ftip[4] + R[5] * ftip[5]
+    f2 = R[6] * ftip[3] + R[7] * ftip[4] + R[8] * ftip[5]
+    out6[0] = m0 + pp[1] * f2 - pp[2] * f1
+    out6[1] = m1 + pp[2] * f0 - pp[0] * f2
+    out6[2] = m2 + pp[0] * f1 - pp[1] * f0
+    out6[3] = f0
+    out6[4] = f1
+    out6[5] = f2
+
+
+@njit(**_JIT)
+def _group_finite(Q, QD, QDD, k0):
+    for l in range(W):
+        if not (K.all_finite(Q[k0 + l]) and K.all_finite(QD[k0 + l]) and K.all_finite(QDD[k0 + l])):
+            return False
+    return True
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def rnea_batch_lanes(mf, mi, Q, QD, QDD, grav, ftip, out):
+    """Like _kernels.rnea_batch (returns the number of configurations with NaN/inf), W lanes at a time; the
+    configurations that do not fill a whole group, and groups holding NaN/inf, go through the scalar kernel."""
+    n = Q.shape[0]
+    nb = mi[0]
+    ngroups = n // W
+    nc = max(1, min(ngroups, 64))
+    ftb = np.zeros(6)
+    has_ftip = ftip.size == 6
+    if has_ftip:
+        _tip_wrench_body(mf, mi, ftip, ftb)
+    bad = 0
+    for c in prange(nc):
+        qp = np.empty((nb, W))
+        qdp = np.empty((nb, W))
+        qddp = np.empty((nb, W))
+        R = np.empty((nb, 9, W))
+        P = np.empty((nb, 3, W))
+        V = np.empty((nb, 6, W))
+        A = np.empty((nb, 6, W))
+        F = np.empty((nb, 6, W))
+        ws = K.new_ws(mi)
+        for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
+            k0 = g * W
+            if _group_finite(Q, QD, QDD, k0):
+                _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftb, has_ftip, qp, qdp, qddp, R, P, V, A, F, out)
+                continue
+            for k in range(k0, k0 + W):
+                if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(QDD[k])):
+                    bad += 1
+                    continue
+                K.rnea_into(mf, mi, Q[k], QD[k], QDD[k], grav, ftip, ws, out[k])
+    ws = K.new_ws(mi)
+    for k in range(ngroups * W, n):
+        if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(QDD[k])):
+            bad += 1
+            continue
+        K.rnea_into(mf, mi, Q[k], QD[k], QDD[k], grav, ftip, ws, out[k])
+    return bad

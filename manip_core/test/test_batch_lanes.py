@@ -1,0 +1,45 @@
+"""Batched inverse dynamics in SIMD lanes (manip_core._lane_kernels) against the single-call kernel, which
+test_model_vs_pinocchio.py checks against Pinocchio: every lane, the tail that does not fill a group,
+groups with NaN, custom gravity, a tip wrench, prismatic and mimic joints (Panda finger chain)."""
+import numpy as np
+import pytest
+
+from manip_core import RobotModel
+from manip_core._lane_kernels import W
+from manip_core.errors import InputError
+from manip_core.reference_robots import PANDA_REL, UR5_REL, example_robot
+
+CHAINS = {"ur5": (UR5_REL, "ee_link"), "panda": (PANDA_REL, "panda_hand_tcp"),
+          "panda_finger": (PANDA_REL, "panda_leftfinger")}
+
+
+@pytest.fixture(scope="module", params=list(CHAINS))
+def model(request):
+    rel, tip = CHAINS[request.param]
+    return RobotModel.from_urdf(example_robot(rel), tip_link=tip)
+
+
+def _states(m, n, seed):
+    rng = np.random.default_rng(seed)
+    lo = np.where(np.isfinite(m.joint_lower), m.joint_lower, -np.pi)
+    hi = np.where(np.isfinite(m.joint_upper), m.joint_upper, np.pi)
+    return rng.uniform(lo, hi, (n, m.dof)), rng.uniform(-2, 2, (n, m.dof)), rng.uniform(-3, 3, (n, m.dof))
+
+
+@pytest.mark.parametrize("n", [1, W - 1, W, 5 * W + 3])
+def test_lanes_match_single_calls(model, n):
+    Q, QD, QDD = _states(model, n, n)
+    g = np.array([0.5, -1.0, -9.0])
+    f_tip = np.array([0.3, -0.2, 0.1, 4.0, -5.0, 6.0])
+    for kw in ({}, {"gravity": g, "f_tip": f_tip}):
+        got = model.inverse_dynamics_batch(Q, QD, QDD, **kw)
+        expected = np.array([model.inverse_dynamics(q, qd, qdd, **kw) for q, qd, qdd in zip(Q, QD, QDD)])
+        scale = max(1.0, float(np.abs(expected).max()))
+        assert np.abs(got - expected).max() <= 1e-13 * scale
+
+
+def test_nan_row_in_a_group_is_reported(model):
+    Q, QD, QDD = _states(model, 3 * W, 1)
+    QD[W + 2, 0] = np.nan
+    with pytest.raises(InputError, match=rf"1 of {3 * W} configurations failed: rows \[{W + 2}\]"):
+        model.inverse_dynamics_batch(Q, QD, QDD)
