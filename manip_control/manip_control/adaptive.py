@@ -14,7 +14,11 @@ Gamma is diagonal, one gain per kind of parameter: [mass, first moments h, inert
 (parameter unit)^2 / (N*m*rad). Projection: after each step pi^ is clipped to the box pi_model +- dpi
 (robust.parameter_error_bound of the stated ModelErrorBounds) with the masses kept >= 0, so the estimates
 stay bounded whatever the excitation and noise (the box contains the true parameters when the bounds hold,
-which keeps dV/dt <= 0).
+which keeps dV/dt <= 0). The box is not the physically consistent set (positive-definite inertias): a wide
+box (5 kg at 0.1 m on the UR5's 1.3e-4 kg*m^2 wrist) let the estimates reach values that destabilised the
+arm in bench/control.py, hence the tight default (3 kg within 0.02 m of the tool frame). With noisy
+velocities the estimates drift (noise in s drives them): ``dead_zone`` stops the adaptation while |s| is
+within the noise (bench/control.py uses 2 rad/s with 1e-3 rad encoder noise).
 """
 from __future__ import annotations
 
@@ -41,31 +45,33 @@ class SlotineLi(_Law):
         Param("damping", 20.0, "linear damping Ks of s (1/s)", check_nonnegative("adaptive.damping")),
         Param("adaptation_gains", [2.0, 0.05, 0.002], "Gamma for [mass, first moment, inertia] parameters, "
               "(parameter unit)^2/(N*m*rad)", check_nonnegative("adaptive.adaptation_gains")),
+        Param("dead_zone", 0.0, "rad/s: no adaptation while |s| (2-norm) is below it (robustness to measurement "
+              "noise, Slotine & Li sec. 8.6)", check_nonnegative("adaptive.dead_zone")),
         Param("adapt", "tip", "which bodies' parameters adapt: tip or all", check_choice("adaptive.adapt",
                                                                                          ("tip", "all"))),
         Param("relative_inertia_error", 0.2, "projection box: relative error of each inertial parameter "
               "(dimensionless)", check_nonnegative("adaptive.relative_inertia_error")),
-        Param("payload_kg", 5.0, "projection box: largest unknown payload at the tool (kg)",
+        Param("payload_kg", 3.0, "projection box: largest unknown payload at the tool (kg)",
               check_nonnegative("adaptive.payload_kg")),
-        Param("payload_radius_m", 0.1, "projection box: payload centre within this distance of the tip (m)",
+        Param("payload_radius_m", 0.02, "projection box: payload centre within this distance of the tip (m)",
               check_nonnegative("adaptive.payload_radius_m")),
     )
 
     @classmethod
     def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
         p = params or {}
-        bounds = ModelErrorBounds(p.get("relative_inertia_error", 0.2), p.get("payload_kg", 5.0),
-                                  p.get("payload_radius_m", 0.1), 0.0)
+        bounds = ModelErrorBounds(p.get("relative_inertia_error", 0.2), p.get("payload_kg", 3.0),
+                                  p.get("payload_radius_m", 0.02), 0.0)
         return cls(model, bounds, lam=p.get("lambda", [10.0]), damping=p.get("damping", 20.0),
                    gains=p.get("adaptation_gains", [2.0, 0.05, 0.002]), adapt=p.get("adapt", "tip"),
-                   period_s=period_s)
+                   dead_zone=p.get("dead_zone", 0.0), period_s=period_s)
 
     def __init__(self, model, bounds=None, lam=10.0, damping=20.0, gains=(2.0, 0.05, 0.002), adapt="tip",
-                 period_s=0.004):
+                 period_s=0.004, dead_zone=0.0):
         super().__init__(model, period_s)
         n = model.dof
         check_choice("adapt", ("tip", "all"))(adapt)
-        self.bounds = bounds if bounds is not None else ModelErrorBounds(0.2, 5.0, 0.1, 0.0)
+        self.bounds = bounds if bounds is not None else ModelErrorBounds(0.2, 3.0, 0.02, 0.0)
         self.lam = _gain(lam, 10.0, n, "lambda")
         self.damping = float(damping)
         if not (math.isfinite(self.damping) and self.damping >= 0 and self.damping * self.period_s <= 0.5):
@@ -83,6 +89,7 @@ class SlotineLi(_Law):
         self.lower[0::R.N_PARAMS] = np.maximum(self.lower[0::R.N_PARAMS], 0.0)
         self.gamma = np.tile(g[_KIND], len(self.bodies))
         self.pi_hat = self.pi_model.copy()
+        self.dead_zone = float(dead_zone)
         self.kp, self.kd = self.lam, np.ones(n)  # for the node's log line: s = ed + lambda e
         self._g = np.array([0.0, 0.0, -9.81])
 
@@ -107,5 +114,6 @@ class SlotineLi(_Law):
         tau = 0.25 * (t_plus - t_minus) + Ya @ (self.pi_hat - self.pi_model)
         tau = tau + model.mass_matrix(q) @ (self.damping * s)
         out = clip_efforts(tau, self.effort_limits)
-        self.pi_hat = np.clip(self.pi_hat + self.period_s * self.gamma * (Ya.T @ s), self.lower, self.upper)
+        if np.linalg.norm(s) > self.dead_zone:
+            self.pi_hat = np.clip(self.pi_hat + self.period_s * self.gamma * (Ya.T @ s), self.lower, self.upper)
         return out

@@ -6,10 +6,13 @@ current trajectory, starting at header.stamp or now when it is zero; one without
 position); publishes ``effort_controller/commands`` (std_msgs/Float64MultiArray, model joint order, within the
 effort limits) and ``joint_trajectory_controller/controller_state`` (manip_msgs/ControllerState) at every
 tick; serves the action ``joint_trajectory_controller/execute_trajectory`` (manip_msgs/ExecuteTrajectory,
-FollowJointTrajectory semantics).
+FollowJointTrajectory semantics). Subscribes ``target_pose`` (geometry_msgs/PoseStamped, base frame): a tip
+pose target for laws that take one (osc), reported as task_errors in the state.
 
-Parameters: control_law ("computed_torque" | "pd"), rate_hz (250), executor_threads (1), kp, kd (double
-arrays, one value or one per joint; unset or empty: the law's defaults), state_timeout (0.1 s),
+Parameters: control_law (pd | pid | computed_torque | robust | adaptive | osc, manip_control.laws; the
+selected law's own parameters as <law>.<name>), state_estimator (none | kalman, with kalman.*), rate_hz (250),
+executor_threads (1), kp, kd (double arrays, one value or one per joint; unset or empty: the law's
+defaults), state_timeout (0.1 s),
 path_tolerance.position,
 path_tolerance.velocity, goal_tolerance.position, goal_tolerance.velocity (double arrays, one value or one
 per joint, 0 = not checked), goal_time_tolerance (s, 0 = no limit), and urdf_path, robot_description,

@@ -75,11 +75,11 @@ def parameter_error_bound(model, bounds, pi_model=None):
 
 
 PARAMS = (
-    Param("lambda", [10.0], "sliding surface slope Lambda (1/s), one value or one per joint",
+    Param("lambda", [30.0], "sliding surface slope Lambda (1/s), one value or one per joint",
           check_nonnegative("robust.lambda")),
     Param("boundary_layer", 0.05, "boundary layer thickness phi (rad/s); widened when the control period needs it",
           check_positive("robust.boundary_layer")),
-    Param("damping", 10.0, "linear damping Ks of s (1/s)", check_nonnegative("robust.damping")),
+    Param("damping", 30.0, "linear damping Ks of s (1/s)", check_nonnegative("robust.damping")),
     Param("eta", 0.5, "reaching margin eta (N*m) added to the derived gain", check_nonnegative("robust.eta")),
     Param("relative_inertia_error", 0.2, "bound on each inertial parameter's relative error (dimensionless)",
           check_nonnegative("robust.relative_inertia_error")),
@@ -105,15 +105,15 @@ class SlidingMode(_Law):
     @classmethod
     def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
         p = params or {}
-        return cls(model, bounds_from_params(p), lam=p.get("lambda", [10.0]),
-                   boundary_layer=p.get("boundary_layer", 0.05), damping=p.get("damping", 10.0),
+        return cls(model, bounds_from_params(p), lam=p.get("lambda", [30.0]),
+                   boundary_layer=p.get("boundary_layer", 0.05), damping=p.get("damping", 30.0),
                    eta=p.get("eta", 0.5), period_s=period_s)
 
-    def __init__(self, model, bounds=None, lam=10.0, boundary_layer=0.05, damping=10.0, eta=0.5, period_s=0.004):
+    def __init__(self, model, bounds=None, lam=30.0, boundary_layer=0.05, damping=30.0, eta=0.5, period_s=0.004):
         super().__init__(model, period_s)
         n = model.dof
         self.bounds = bounds if bounds is not None else ModelErrorBounds()
-        self.lam = _gain(lam, 10.0, n, "lambda")
+        self.lam = _gain(lam, 30.0, n, "lambda")
         self.phi = float(boundary_layer)
         if not (math.isfinite(self.phi) and self.phi > 0):
             raise ValueError(f"boundary_layer must be > 0, got {boundary_layer}")

@@ -1,0 +1,247 @@
+"""bench/control.py: every control law on the simulated UR5 over the same trajectory under four conditions.
+
+Plant: manip_control.simulate (RobotModel.forward_dynamics, semi-implicit Euler at 1 kHz, effort held over
+each 4 ms control period), in this process: NOT PyBullet, sim_bridge and the controller node (see
+bench/README.md). Conditions:
+
+- exact: the plant is the controller's model;
+- payload: an unknown 1.5 kg point mass at the tool (tool0 origin);
+- inertia+friction: every inertial parameter 20 % larger, plus joint friction (viscous M_ii(q0) * 1/s,
+  Coulomb 1 % of the effort limit, manip_control.simulate.FrictionPlant);
+- noise: encoder noise N(0, (1e-3 rad)^2) on every position; velocities by differencing the noisy positions
+  ("noise") or from the Kalman estimator ("noise+kalman", state_estimator: kalman, process noise PSD
+  10 rad^2/s^3). The adaptive law runs with dead_zone = 2 rad/s in both noise conditions (without it the noise
+  drives its estimates and the loop diverged).
+
+Trajectory: q_d(t) = q0 + 0.3 sin(w t) rad per joint, w = (1.0, 0.8, 1.2, 1.5, 1.7, 2.0) rad/s, 8 s;
+errors from t = 1 s. Laws with their defaults at 250 Hz (manip_control.laws); computed_torque is the law
+without the integral term, computed_torque_i has ki = wn^3 with kp = 3 wn^2, kd = 3 wn (wn = 10 rad/s);
+"osc (position task)" tracks the tool position only while its null-space posture task follows q_d.
+
+    .venv/bin/python bench/control.py [--quick] [--no-save]
+
+Writes bench/results/control-<time>.md/.json (+ control-latest.md) and control-<time>.png.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from manip_control import regressor as R  # noqa: E402
+from manip_control.control_laws import ComputedTorque  # noqa: E402
+from manip_control.kalman import JointKalmanFilter  # noqa: E402
+from manip_control.laws import make_law  # noqa: E402
+from manip_control.simulate import FrictionPlant, step_plant  # noqa: E402
+from manip_core import RobotModel  # noqa: E402
+
+RATE = 250.0
+SUBSTEPS = 4
+Q0 = np.array([0.0, -1.2, 1.4, -1.5, -1.57, 0.0])
+W = np.array([1.0, 0.8, 1.2, 1.5, 1.7, 2.0])
+AMP = 0.3
+NOISE_RAD = 1e-3
+PAYLOAD_KG = 1.5
+KALMAN_PSD = 10.0          # rad^2/s^3: white-acceleration PSD of the Kalman estimator
+ADAPTIVE_DEAD_ZONE = 2.0   # rad/s: adaptive's dead zone in the noise conditions (~3 sigma of |s| from the noise)
+CONDITIONS = ("exact", "payload", "inertia+friction", "noise", "noise+kalman")
+LAWS = ("pd", "pid", "computed_torque", "computed_torque_i", "robust", "adaptive", "osc", "osc (position task)")
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def reference(t):
+    return Q0 + AMP * np.sin(W * t), AMP * W * np.cos(W * t), -AMP * W * W * np.sin(W * t)
+
+
+def plant_for(model, condition):
+    if condition == "payload":
+        pi = R.parameters(model)
+        pi[R.tip_body(model)] += R.tip_point_mass(model, PAYLOAD_KG)
+        return R.with_parameters(model, pi)
+    if condition == "inertia+friction":
+        heavy = R.with_parameters(model, 1.2 * R.parameters(model))
+        return FrictionPlant(heavy, viscous=np.diag(model.mass_matrix(Q0)), coulomb=0.01 * model.effort_limits,
+                             dt=1.0 / (RATE * SUBSTEPS), q_ref=Q0)
+    return model
+
+
+def make(name, model, condition=""):
+    dt = 1.0 / RATE
+    if name == "adaptive" and condition.startswith("noise"):
+        return make_law("adaptive", model, period_s=dt, params={"dead_zone": ADAPTIVE_DEAD_ZONE})
+    if name == "computed_torque_i":
+        wn = 10.0
+        return ComputedTorque(model, 3 * wn ** 2, 3 * wn, ki=wn ** 3, period_s=dt)
+    if name == "osc (position task)":
+        return make_law("osc", model, period_s=dt, params={"task": "position"})
+    return make_law(name, model, period_s=dt)
+
+
+def run(model, law_name, condition, duration, seed=0):
+    law = make(law_name, model, condition)
+    plant = plant_for(model, condition)
+    rng = np.random.default_rng(seed)
+    noisy = condition.startswith("noise")
+    kf = JointKalmanFilter(model.dof, measurement_noise=NOISE_RAD, process_noise=KALMAN_PSD) \
+        if condition == "noise+kalman" else None
+    dt = 1.0 / RATE
+    steps = int(round(duration * RATE))
+    q, qd = reference(0.0)[0].copy(), reference(0.0)[1].copy()
+    prev = None
+    E, EV, TOOL, TAU, SAT, TASK = [], [], [], [], [], []
+    t0 = time.perf_counter()
+    for k in range(steps):
+        t = k * dt
+        q_d, qd_d, qdd_d = reference(t)
+        if noisy:
+            z = q + rng.normal(0.0, NOISE_RAD, model.dof)
+            if kf is not None:
+                q_m, qd_m = kf.update(z, t)
+            else:
+                q_m, qd_m = z, (z - prev) / dt if prev is not None else qd.copy()
+                prev = z
+        else:
+            q_m, qd_m = q, qd
+        out = law.compute(q_m, qd_m, q_d, qd_d, qdd_d)
+        if t >= 1.0:
+            E.append(q_d - q)
+            EV.append(qd_m - qd)
+            TOOL.append(np.linalg.norm(model.fk(q_d)[:3, 3] - model.fk(q)[:3, 3]))
+            if out.task_error is not None:
+                TASK.append(np.linalg.norm(out.task_error[3:]))
+        TAU.append(np.abs(out.tau))
+        SAT.append(out.any_saturated)
+        q, qd = step_plant(plant, q, qd, out.tau, dt, SUBSTEPS)
+        if not (np.all(np.isfinite(q)) and np.max(np.abs(q - q_d)) < 10.0):
+            return {"law": law_name, "condition": condition, "diverged_at_s": t}
+    E, EV, TOOL = np.array(E), np.array(EV), np.array(TOOL)
+    res = {"law": law_name, "condition": condition,
+           "rms_joint_rad": float(np.sqrt(np.mean(E ** 2))), "max_joint_rad": float(np.max(np.abs(E))),
+           "rms_tool_m": float(np.sqrt(np.mean(TOOL ** 2))), "max_tool_m": float(np.max(TOOL)),
+           "rms_velocity_estimate_rad_s": float(np.sqrt(np.mean(EV ** 2))),
+           "peak_effort_nm": float(np.max(TAU)), "saturated_s": float(np.sum(SAT) * dt),
+           "wall_s": time.perf_counter() - t0, "error_trace": np.sqrt(np.mean(E ** 2, axis=1))[::5].tolist()}
+    if TASK:
+        res["rms_task_position_m"] = float(np.sqrt(np.mean(np.square(TASK))))
+    if law_name == "adaptive":
+        res["tip_mass_estimate_kg"] = float(law.estimates[0, 0])
+    return res
+
+
+def table(results, model, duration):
+    by = {(r["law"], r["condition"]): r for r in results}
+    lines = [f"# control laws on the simulated {model.name} ({datetime.datetime.now():%Y-%m-%d %H:%M})", "",
+             f"In-process plant (manip_control.simulate, 1 kHz), control at {RATE:g} Hz, {duration:g} s of "
+             f"q0 + {AMP} sin(w t) rad, errors from t = 1 s. Not PyBullet/sim_bridge/controller node.", ""]
+    for cond in CONDITIONS:
+        lines += [f"## {cond}", "",
+                  "| law | RMS joint (rad) | max joint (rad) | RMS tool (m) | max tool (m) | RMS velocity estimate "
+                  "error (rad/s) | peak effort (N*m) | saturated (s) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for law in LAWS:
+            r = by.get((law, cond))
+            if r is None:
+                continue
+            if "diverged_at_s" in r:
+                lines.append(f"| {law} | diverged at {r['diverged_at_s']:.2f} s | | | | | | |")
+                continue
+            extra = ""
+            if "tip_mass_estimate_kg" in r:
+                extra = f" (tip mass estimate {r['tip_mass_estimate_kg']:.3f} kg)"
+            if law == "osc (position task)":
+                extra = f" (task position RMS {r.get('rms_task_position_m', float('nan')):.2e} m)"
+            lines.append(f"| {law}{extra} | {r['rms_joint_rad']:.2e} | {r['max_joint_rad']:.2e} | {r['rms_tool_m']:.2e}"
+                         f" | {r['max_tool_m']:.2e} | {r['rms_velocity_estimate_rad_s']:.2e} | "
+                         f"{r['peak_effort_nm']:.1f} | {r['saturated_s']:.3f} |")
+        lines.append("")
+    # the expected ratios
+    ct = by.get(("computed_torque", "payload"))
+    lines.append("## ratios")
+    lines.append("")
+    for law in ("adaptive", "robust", "computed_torque_i", "pid"):
+        r = by.get((law, "payload"))
+        if ct and r and "rms_joint_rad" in r and "rms_joint_rad" in ct:
+            lines.append(f"- payload: computed_torque RMS / {law} RMS = {ct['rms_joint_rad'] / r['rms_joint_rad']:.2f}"
+                         f" (joint), {ct['rms_tool_m'] / r['rms_tool_m']:.2f} (tool)")
+    for law in LAWS:
+        a, b = by.get((law, "noise")), by.get((law, "noise+kalman"))
+        if a and b and "rms_velocity_estimate_rad_s" in a and "rms_velocity_estimate_rad_s" in b:
+            lines.append(f"- noise, {law}: velocity error differencing {a['rms_velocity_estimate_rad_s']:.3f} rad/s, "
+                         f"Kalman {b['rms_velocity_estimate_rad_s']:.3f} rad/s; joint RMS {a['rms_joint_rad']:.2e} -> "
+                         f"{b['rms_joint_rad']:.2e} rad")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results, path, duration):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    by = {(r["law"], r["condition"]): r for r in results}
+    fig, axes = plt.subplots(1, 2, figsize=(15, 5.5))
+    ax = axes[0]
+    width = 0.8 / len(CONDITIONS)
+    x = np.arange(len(LAWS))
+    for i, cond in enumerate(CONDITIONS):
+        vals = [by.get((law, cond), {}).get("rms_joint_rad", np.nan) for law in LAWS]
+        ax.bar(x + (i - len(CONDITIONS) / 2 + 0.5) * width, vals, width, label=cond)
+    ax.set_yscale("log")
+    ax.set_xticks(x)
+    ax.set_xticklabels(LAWS, rotation=30, ha="right")
+    ax.set_ylabel("RMS joint tracking error (rad)")
+    ax.set_title("every law, every condition")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    for law in LAWS:
+        r = by.get((law, "payload"))
+        if r and "error_trace" in r:
+            tr = np.array(r["error_trace"])
+            ax.semilogy(1.0 + np.arange(tr.size) * 5 / RATE, tr, label=law)
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("RMS over joints of q_d - q (rad)")
+    ax.set_title(f"unknown {PAYLOAD_KG} kg payload")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="3 s trajectories instead of 8 s")
+    p.add_argument("--no-save", action="store_true", help="print only")
+    p.add_argument("--laws", nargs="+", default=list(LAWS), choices=LAWS)
+    a = p.parse_args(argv)
+    duration = 3.0 if a.quick else 8.0
+    model = RobotModel.load("ur5")
+    results = []
+    for cond in CONDITIONS:
+        for law in a.laws:
+            r = run(model, law, cond, duration)
+            results.append(r)
+            log(f"{cond:>17} {law:>20}: " + (f"RMS {r['rms_joint_rad']:.2e} rad, tool {r['rms_tool_m']:.2e} m, "
+                                              f"{r['wall_s']:.1f} s" if "rms_joint_rad" in r else "diverged"))
+    text = table(results, model, duration)
+    print(text)
+    if not a.no_save:
+        from results_io import RESULTS, save_results
+        when = datetime.datetime.now()
+        written = save_results("control", text, results, a.quick, when)
+        png = RESULTS / f"control-{when:%Y%m%d-%H%M}{'-quick' if a.quick else ''}.png"
+        plot(results, png, duration)
+        log("wrote " + ", ".join(written + ["bench/results/" + png.name]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
