@@ -161,7 +161,8 @@ class RRTConnect:
         _seed(int(seed) & 0x7FFFFFFF)
         M = self.max_nodes
         trees = np.empty((2, M, dof))
-        parents = np.full((2, M), -1, dtype=np.int64)
+        parents = np.empty((2, M), dtype=np.int64)   # set as nodes are added; the roots have none
+        parents[:, 0] = -1
         trees[0, 0], trees[1, 0] = q0, q1
         sizes = np.array([1, 1], dtype=np.int64)
         state = np.zeros(4, dtype=np.int64)
