@@ -21,7 +21,9 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath=False)
 
 @njit(**_JIT)
 def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F, out):
-    """tau of configurations k0 .. k0 + W - 1 into out[k0:k0 + W]."""
+    """tau of configurations k0 .. k0 + W - 1 into out[k0:k0 + W] (qdd = 0 when QDD has no rows: the bias
+    forces; out then gets nothing and qp holds the physical joints' forces). R, P keep the relative poses."""
+    with_qdd = QDD.shape[0] > 0
     nb, dof = mi[0], mi[1]
     mimic = mi[3] != 0
     om = K._map_offset(mi)
@@ -36,7 +38,7 @@ def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp
                     a = mf[om + i * dof + j]
                     s0 += a * Q[k0 + l, j]
                     s1 += a * QD[k0 + l, j]
-                    s2 += a * QDD[k0 + l, j]
+                    s2 += a * QDD[k0 + l, j] if with_qdd else 0.0
                 qp[i, l] = s0
                 qdp[i, l] = s1
                 qddp[i, l] = s2
@@ -44,7 +46,7 @@ def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp
             for l in range(W):
                 qp[i, l] = Q[k0 + l, i]
                 qdp[i, l] = QD[k0 + l, i]
-                qddp[i, l] = QDD[k0 + l, i]
+                qddp[i, l] = QDD[k0 + l, i] if with_qdd else 0.0
     # relative transforms
     for i in range(nb):
         b = i * BODY_STRIDE
@@ -221,6 +223,8 @@ def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp
             Fp[4, l] += f1
             Fp[5, l] += f2
     # actuated joint forces: tau = A^T tau_phys
+    if not with_qdd:
+        return
     if mimic:
         for j in range(dof):
             for l in range(W):
@@ -301,4 +305,239 @@ def rnea_batch_lanes(mf, mi, Q, QD, QDD, grav, ftip, out):
             bad += 1
             continue
         K.rnea_into(mf, mi, Q[k], QD[k], QDD[k], grav, ftip, ws, out[k])
+    return bad
+
+
+@njit(**_JIT)
+def _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F,
+              Ra, Pa, Jw, Yc, Mp, Ma, r, out):
+    """qdd = M^-1 (tau - bias) of configurations k0 .. k0 + W - 1 into out; False if a lane's M is not
+    positive definite. Bias: _rnea_group at qdd = 0. M: in the base frame, M_ai = J_a . Yc_i J_i for a = i
+    and its ancestors (Yc: composite inertia of i's subtree about the base origin, J: joint screws)."""
+    nb, dof = mi[0], mi[1]
+    _rnea_group(mf, mi, Q, QD, Q[:0], k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F, out)
+    # r = tau - A^T bias_phys (bias in qp)
+    om = K._map_offset(mi)
+    for j in range(dof):
+        for l in range(W):
+            r[j, l] = TAU[k0 + l, j]
+        if mi[3] != 0:
+            for i in range(nb):
+                a = mf[om + i * dof + j]
+                if a != 0.0:
+                    for l in range(W):
+                        r[j, l] -= a * qp[i, l]
+        else:
+            for l in range(W):
+                r[j, l] -= qp[j, l]
+    # absolute poses, joint screws, body inertias about the base origin (m, h, Ibar: 1 + 3 + 6)
+    for i in range(nb):
+        b = i * BODY_STRIDE
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        prism = mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC
+        ax, ay, az = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        m = mf[b + O_M]
+        hb0, hb1, hb2 = mf[b + O_H], mf[b + O_H + 1], mf[b + O_H + 2]
+        I00, I01, I02 = mf[b + O_I], mf[b + O_I + 1], mf[b + O_I + 2]
+        I11, I12, I22 = mf[b + O_I + 4], mf[b + O_I + 5], mf[b + O_I + 8]
+        Ri, Pi, Rai, Pai, Ji, Yi = R[i], P[i], Ra[i], Pa[i], Jw[i], Yc[i]
+        for l in range(W):
+            if p < 0:
+                c0, c1, c2, c3, c4, c5, c6, c7, c8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
+                                                      Ri[6, l], Ri[7, l], Ri[8, l])
+                t0, t1, t2 = Pi[0, l], Pi[1, l], Pi[2, l]
+            else:
+                u0, u1, u2, u3, u4, u5, u6, u7, u8 = (Ra[p, 0, l], Ra[p, 1, l], Ra[p, 2, l], Ra[p, 3, l],
+                                                      Ra[p, 4, l], Ra[p, 5, l], Ra[p, 6, l], Ra[p, 7, l],
+                                                      Ra[p, 8, l])
+                e0, e1, e2, e3, e4, e5, e6, e7, e8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
+                                                      Ri[6, l], Ri[7, l], Ri[8, l])
+                c0 = u0 * e0 + u1 * e3 + u2 * e6
+                c1 = u0 * e1 + u1 * e4 + u2 * e7
+                c2 = u0 * e2 + u1 * e5 + u2 * e8
+                c3 = u3 * e0 + u4 * e3 + u5 * e6
+                c4 = u3 * e1 + u4 * e4 + u5 * e7
+                c5 = u3 * e2 + u4 * e5 + u5 * e8
+                c6 = u6 * e0 + u7 * e3 + u8 * e6
+                c7 = u6 * e1 + u7 * e4 + u8 * e7
+                c8 = u6 * e2 + u7 * e5 + u8 * e8
+                pp0, pp1, pp2 = Pi[0, l], Pi[1, l], Pi[2, l]
+                t0 = Pa[p, 0, l] + u0 * pp0 + u1 * pp1 + u2 * pp2
+                t1 = Pa[p, 1, l] + u3 * pp0 + u4 * pp1 + u5 * pp2
+                t2 = Pa[p, 2, l] + u6 * pp0 + u7 * pp1 + u8 * pp2
+            Rai[0, l], Rai[1, l], Rai[2, l], Rai[3, l], Rai[4, l] = c0, c1, c2, c3, c4
+            Rai[5, l], Rai[6, l], Rai[7, l], Rai[8, l] = c5, c6, c7, c8
+            Pai[0, l], Pai[1, l], Pai[2, l] = t0, t1, t2
+            w0 = c0 * ax + c1 * ay + c2 * az
+            w1 = c3 * ax + c4 * ay + c5 * az
+            w2 = c6 * ax + c7 * ay + c8 * az
+            if prism:
+                Ji[0, l], Ji[1, l], Ji[2, l], Ji[3, l], Ji[4, l], Ji[5, l] = 0.0, 0.0, 0.0, w0, w1, w2
+            else:
+                Ji[0, l], Ji[1, l], Ji[2, l] = w0, w1, w2
+                Ji[3, l] = t1 * w2 - t2 * w1
+                Ji[4, l] = t2 * w0 - t0 * w2
+                Ji[5, l] = t0 * w1 - t1 * w0
+            # a = R h_b, h = a + m p; Ibar = R Ibar_b R^T - [a][p] - [p][a] - m [p]^2
+            a0 = c0 * hb0 + c1 * hb1 + c2 * hb2
+            a1 = c3 * hb0 + c4 * hb1 + c5 * hb2
+            a2 = c6 * hb0 + c7 * hb1 + c8 * hb2
+            # B = R Ibar_b (Ibar_b symmetric)
+            b00 = c0 * I00 + c1 * I01 + c2 * I02
+            b01 = c0 * I01 + c1 * I11 + c2 * I12
+            b02 = c0 * I02 + c1 * I12 + c2 * I22
+            b10 = c3 * I00 + c4 * I01 + c5 * I02
+            b11 = c3 * I01 + c4 * I11 + c5 * I12
+            b12 = c3 * I02 + c4 * I12 + c5 * I22
+            b20 = c6 * I00 + c7 * I01 + c8 * I02
+            b21 = c6 * I01 + c7 * I11 + c8 * I12
+            b22 = c6 * I02 + c7 * I12 + c8 * I22
+            ab = a0 * t0 + a1 * t1 + a2 * t2
+            pp = t0 * t0 + t1 * t1 + t2 * t2
+            Yi[0, l] = m
+            Yi[1, l] = a0 + m * t0
+            Yi[2, l] = a1 + m * t1
+            Yi[3, l] = a2 + m * t2
+            Yi[4, l] = b00 * c0 + b01 * c1 + b02 * c2 + 2.0 * ab - 2.0 * a0 * t0 + m * (pp - t0 * t0)
+            Yi[5, l] = b00 * c3 + b01 * c4 + b02 * c5 - a0 * t1 - t0 * a1 - m * t0 * t1
+            Yi[6, l] = b00 * c6 + b01 * c7 + b02 * c8 - a0 * t2 - t0 * a2 - m * t0 * t2
+            Yi[7, l] = b10 * c3 + b11 * c4 + b12 * c5 + 2.0 * ab - 2.0 * a1 * t1 + m * (pp - t1 * t1)
+            Yi[8, l] = b10 * c6 + b11 * c7 + b12 * c8 - a1 * t2 - t1 * a2 - m * t1 * t2
+            Yi[9, l] = b20 * c6 + b21 * c7 + b22 * c8 + 2.0 * ab - 2.0 * a2 * t2 + m * (pp - t2 * t2)
+    # composites, then M_phys
+    for i in range(nb - 1, -1, -1):
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        Yi, Ji = Yc[i], Jw[i]
+        for l in range(W):
+            m = Yi[0, l]
+            h0, h1, h2 = Yi[1, l], Yi[2, l], Yi[3, l]
+            i00, i01, i02, i11, i12, i22 = Yi[4, l], Yi[5, l], Yi[6, l], Yi[7, l], Yi[8, l], Yi[9, l]
+            w0, w1, w2, v0, v1, v2 = Ji[0, l], Ji[1, l], Ji[2, l], Ji[3, l], Ji[4, l], Ji[5, l]
+            # Y J = [Ibar w + h x v; m v - h x w], kept in V[i] (free after the bias pass)
+            V[i, 0, l] = i00 * w0 + i01 * w1 + i02 * w2 + h1 * v2 - h2 * v1
+            V[i, 1, l] = i01 * w0 + i11 * w1 + i12 * w2 + h2 * v0 - h0 * v2
+            V[i, 2, l] = i02 * w0 + i12 * w1 + i22 * w2 + h0 * v1 - h1 * v0
+            V[i, 3, l] = m * v0 - (h1 * w2 - h2 * w1)
+            V[i, 4, l] = m * v1 - (h2 * w0 - h0 * w2)
+            V[i, 5, l] = m * v2 - (h0 * w1 - h1 * w0)
+        a = i
+        while a >= 0:
+            Ja = Jw[a]
+            for l in range(W):
+                v = (Ja[0, l] * V[i, 0, l] + Ja[1, l] * V[i, 1, l] + Ja[2, l] * V[i, 2, l]
+                     + Ja[3, l] * V[i, 3, l] + Ja[4, l] * V[i, 4, l] + Ja[5, l] * V[i, 5, l])
+                Mp[a, i, l] = v
+                Mp[i, a, l] = v
+            a = mi[MI_HEADER + a * MI_STRIDE]
+        if p >= 0:
+            for k in range(10):
+                for l in range(W):
+                    Yc[p, k, l] += Yi[k, l]
+    # bodies on other branches do not couple
+    for i in range(nb):
+        for j in range(i):
+            if not (K._is_ancestor(mi, j, i) or K._is_ancestor(mi, i, j)):
+                for l in range(W):
+                    Mp[i, j, l] = 0.0
+                    Mp[j, i, l] = 0.0
+    if mi[3] != 0:
+        for rr in range(dof):
+            for cc in range(dof):
+                for l in range(W):
+                    Ma[rr, cc, l] = 0.0
+                for i in range(nb):
+                    ai = mf[om + i * dof + rr]
+                    if ai == 0.0:
+                        continue
+                    for j in range(nb):
+                        aj = mf[om + j * dof + cc]
+                        if aj == 0.0:
+                            continue
+                        for l in range(W):
+                            Ma[rr, cc, l] += ai * aj * Mp[i, j, l]
+        M = Ma
+    else:
+        M = Mp
+    # Cholesky per lane (lower factor in place of M), then the two triangular solves on r
+    for j in range(dof):
+        for k in range(j):
+            for l in range(W):
+                M[j, j, l] -= M[j, k, l] * M[j, k, l]
+        for l in range(W):
+            if not M[j, j, l] > 0.0:
+                return False
+        for l in range(W):
+            M[j, j, l] = np.sqrt(M[j, j, l])
+        for i in range(j + 1, dof):
+            for k in range(j):
+                for l in range(W):
+                    M[i, j, l] -= M[i, k, l] * M[j, k, l]
+            for l in range(W):
+                M[i, j, l] /= M[j, j, l]
+    for i in range(dof):
+        for k in range(i):
+            for l in range(W):
+                r[i, l] -= M[i, k, l] * r[k, l]
+        for l in range(W):
+            r[i, l] /= M[i, i, l]
+    for i in range(dof - 1, -1, -1):
+        for k in range(i + 1, dof):
+            for l in range(W):
+                r[i, l] -= M[k, i, l] * r[k, l]
+        for l in range(W):
+            r[i, l] /= M[i, i, l]
+    for j in range(dof):
+        for l in range(W):
+            out[k0 + l, j] = r[j, l]
+    return True
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def forward_dynamics_batch_lanes(mf, mi, Q, QD, TAU, grav, ftip, out):
+    """Like _kernels.forward_dynamics_batch (returns the number of configurations that failed: NaN/inf or
+    a singular M), W lanes at a time; tails and groups with a failing lane go through the scalar kernel."""
+    n = Q.shape[0]
+    nb, dof = mi[0], mi[1]
+    ngroups = n // W
+    nc = max(1, min(ngroups, 64))
+    ftb = np.zeros(6)
+    has_ftip = ftip.size == 6
+    if has_ftip:
+        _tip_wrench_body(mf, mi, ftip, ftb)
+    bad = 0
+    for c in prange(nc):
+        qp = np.empty((nb, W))
+        qdp = np.empty((nb, W))
+        qddp = np.empty((nb, W))
+        R = np.empty((nb, 9, W))
+        P = np.empty((nb, 3, W))
+        V = np.empty((nb, 6, W))
+        A = np.empty((nb, 6, W))
+        F = np.empty((nb, 6, W))
+        Ra = np.empty((nb, 9, W))
+        Pa = np.empty((nb, 3, W))
+        Jw = np.empty((nb, 6, W))
+        Yc = np.empty((nb, 10, W))
+        Mp = np.empty((nb, nb, W))
+        Ma = np.empty((dof, dof, W))
+        r = np.empty((dof, W))
+        ws = K.new_ws(mi)
+        for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
+            k0 = g * W
+            if _group_finite(Q, QD, TAU, k0) and _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftb, has_ftip, qp, qdp,
+                                                           qddp, R, P, V, A, F, Ra, Pa, Jw, Yc, Mp, Ma, r, out):
+                continue
+            for k in range(k0, k0 + W):
+                if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(TAU[k])):
+                    bad += 1
+                    continue
+                if not K.forward_dynamics_into(mf, mi, Q[k], QD[k], TAU[k], grav, ftip, ws, out[k]):
+                    bad += 1
+    ws = K.new_ws(mi)
+    for k in range(ngroups * W, n):
+        if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(TAU[k])):
+            bad += 1
+            continue
+        if not K.forward_dynamics_into(mf, mi, Q[k], QD[k], TAU[k], grav, ftip, ws, out[k]):
+            bad += 1
     return bad

@@ -425,7 +425,7 @@ class RobotModel:
         g, f = self._gravity(gravity), self._ftip(f_tip)
         if not (np.all(np.isfinite(g)) and np.all(np.isfinite(f))):
             raise InputError("forward_dynamics_batch: gravity or f_tip holds NaN or inf")
-        self._batch_status(K.forward_dynamics_batch(self._mf, self._mi, Q, QD, TAU, g, f, out),
+        self._batch_status(_LK.forward_dynamics_batch_lanes(self._mf, self._mi, Q, QD, TAU, g, f, out),
                            "forward_dynamics_batch", Q, QD, TAU)
         return out
 

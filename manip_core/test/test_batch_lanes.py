@@ -1,4 +1,4 @@
-"""Batched inverse dynamics in SIMD lanes (manip_core._lane_kernels) against the single-call kernel, which
+"""Batched inverse and forward dynamics in SIMD lanes (manip_core._lane_kernels) against the single-call kernel, which
 test_model_vs_pinocchio.py checks against Pinocchio: every lane, the tail that does not fill a group,
 groups with NaN, custom gravity, a tip wrench, prismatic and mimic joints (Panda finger chain)."""
 import numpy as np
@@ -43,3 +43,19 @@ def test_nan_row_in_a_group_is_reported(model):
     QD[W + 2, 0] = np.nan
     with pytest.raises(InputError, match=rf"1 of {3 * W} configurations failed: rows \[{W + 2}\]"):
         model.inverse_dynamics_batch(Q, QD, QDD)
+
+
+@pytest.mark.parametrize("n", [W - 1, 5 * W + 3])
+def test_forward_dynamics_lanes_match_single_calls(model, n):
+    Q, QD, TAU = _states(model, n, 100 + n)
+    TAU *= 5.0
+    g = np.array([0.5, -1.0, -9.0])
+    f_tip = np.array([0.3, -0.2, 0.1, 4.0, -5.0, 6.0])
+    for kw in ({}, {"gravity": g, "f_tip": f_tip}):
+        got = model.forward_dynamics_batch(Q, QD, TAU, **kw)
+        expected = np.array([model.forward_dynamics(q, qd, t, **kw) for q, qd, t in zip(Q, QD, TAU)])
+        scale = max(1.0, float(np.abs(expected).max()))
+        assert np.abs(got - expected).max() <= 1e-12 * scale
+    QD[3, 0] = np.inf
+    with pytest.raises(InputError, match=r"rows \[3\]"):
+        model.forward_dynamics_batch(Q, QD, TAU)
