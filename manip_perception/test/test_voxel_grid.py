@@ -43,9 +43,15 @@ def test_voxelize_matches_numpy_reference():
     assert len(c2) == sum(1 for _, n in ref.values() if n >= 3) and n2.min() >= 3
     _, _, _, kept_near = voxelize(pts, 0.05, 1, min_depth=0.0, max_depth=0.25)
     assert kept_near == np.count_nonzero((pts[:, 2] > 0) & (pts[:, 2] <= 0.25))
-    # The buffers are reused: a second call gives the same answer.
+    # The buffers are reused: a second call gives the same answer, also after a tiny cloud shrank the
+    # hash table (the large cloud then overflows it and is hashed again in a larger one).
     again = voxelize(pts, 0.05, 1, transform=T, lower=lo, upper=hi)
     np.testing.assert_array_equal(again[0], cent)
+    assert len(voxelize(pts[:10], 0.05)[0]) <= 10
+    voxelize(pts[:10], 0.05)
+    again = voxelize(pts, 0.05, 1, transform=T, lower=lo, upper=hi)
+    np.testing.assert_array_equal(again[0], cent)
+    np.testing.assert_array_equal(again[1], counts)
 
 
 def _box_surface(lo, hi, rng, step=0.004, noise=0.001):
