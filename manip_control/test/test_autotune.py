@@ -58,6 +58,7 @@ def test_relay_without_limit_cycle_says_so():
         relay_feedback(lambda u: 0.0 * u + 1.0, 0.0, 1.0, 0.01, 1.0)
 
 
+@pytest.mark.slow
 def test_arm_relay_and_tuned_gains_settle(ur5):
     """Relay on the UR5's elbow with the other joints held; then the whole arm tuned (Tyreus-Luyben row)
     settles on a step in the closed-loop check."""

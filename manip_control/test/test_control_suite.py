@@ -162,6 +162,7 @@ def test_adaptive_estimate_converges_to_payload_mass(ur5):
     assert res.rms_error(6.0) < ct.rms_error(6.0) / 3.0
 
 
+@pytest.mark.slow
 def test_adaptive_projection_keeps_estimates_in_the_box(ur5):
     plant = payload_plant(ur5, 30.0)  # far outside the stated bounds (5 kg)
     law = SlotineLi(ur5, gains=(1e3, 1e2, 1e1), period_s=1 / RATE)

@@ -81,6 +81,7 @@ def test_damped_inverse_bounded_through_a_singularity(ur5):
     assert max(norms) < 1e-6 * max(raw)
 
 
+@pytest.mark.slow
 def test_impedance_mode_holds_a_pose(ur5):
     """Task-space spring and damper with gravity compensation (no inertia shaping): the pose error decays
     (0.17 -> < 0.01 in 6 s with the defaults, which the UR5's light wrist, 1.3e-4 kg*m^2, keeps small)."""
