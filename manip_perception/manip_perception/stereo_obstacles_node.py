@@ -26,7 +26,7 @@ import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
                        qos_profile_sensor_data)
@@ -279,9 +279,12 @@ class StereoObstaclesNode(Node):
         if key != self._pose_source:
             self._pose_source = key
             p = T[:3, 3]
-            (self.get_logger().warning if source == 'default' else self.get_logger().info)(
-                f"{text}: optical centre ({p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}) m, optical "
-                                   f"axis ({T[0, 2]:+.3f}, {T[1, 2]:+.3f}, {T[2, 2]:+.3f}) in {base}")
+            text = (f"{text}: optical centre ({p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}) m, optical axis "
+                    f"({T[0, 2]:+.3f}, {T[1, 2]:+.3f}, {T[2, 2]:+.3f}) in {base}")
+            if source == 'default':
+                self.get_logger().warning(text)
+            else:
+                self.get_logger().info(text)
         return T, source
 
     @staticmethod
@@ -477,8 +480,11 @@ class StereoObstaclesNode(Node):
             return
         if found.status != self._plane_status:
             self._plane_status = found.status
-            (self.get_logger().info if found.status == 'found' else self.get_logger().warning)(
-                found.message + ("" if found.status == 'found' else "; no plane removed"))
+            # (one call site per severity: rclpy refuses a severity change at a call site)
+            if found.status == 'found':
+                self.get_logger().info(found.message)
+            else:
+                self.get_logger().warning(found.message + "; no plane removed")
         elif found.status != 'found':
             self._reject('plane', found.message + "; no plane removed", count=False)
 

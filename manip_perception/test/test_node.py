@@ -381,6 +381,27 @@ def test_bag_replay(ros, scene, tmp_path):
     assert proc.poll() is None
 
 
+def test_no_support_plane_is_logged(ros, gt, camera, tmp_path):
+    """A frame without any support plane in view (the objects in front of the empty background): the node
+    warns that it found none and removed nothing (no fallback height), and still reports the objects."""
+    h, proc, _, _ = ros
+    sc = gt.render_scene(camera, gt.main_objects(), tmp_path, seed=4, table_center=(0.0, 40.0),
+                         table_half_size=(0.1, 0.1))
+    stamp = _stamp(7000)
+    h.feeder.run(_steps(_frame(sc, stamp)), repeat=1.0)
+    found = h.wait_for(stamp)
+    assert len(found['obstacles'].obstacles) == len(sc.objects)
+    _wait_for_log(proc, r'WARN.*(no support plane|support plane rejected).*; no plane removed')
+    _wait_for_log(proc, r'frame 7000\.000000000: 3 obstacles')
+    # Back to the table scene: the plane is found again and said so.
+    stamp = _stamp(7001)
+    h.feeder.run(_steps(_frame(gt.render_scene(camera, gt.main_objects(), tmp_path / 'table'), stamp)),
+                 repeat=1.0)
+    h.wait_for(stamp)
+    log = _wait_for_log(proc, r'no plane removed[\s\S]*INFO.*support plane: normal')
+    assert 'Logger severity' not in log and 'unexpected' not in log
+
+
 def test_only_the_newest_pair_is_processed(ros, scene):
     """Frames at 30 Hz, faster than this node processes them on 2 loaded cores: it skips frames instead of
     queueing them. The frames it processes come in stamp order, at most two finish after the last frame
