@@ -103,6 +103,11 @@ class PlannerNode(Node):
             avoidance_methods=tuple(p("avoidance_methods", list(METHODS),
                                       "tried in order: straight, lift_over, potential_field")),
             max_joint_step=p("max_joint_step", 0.1, "rad: largest joint change between Cartesian samples"),
+            path_planner=p("path_planner", "rrt_connect", "with obstacles: rrt_connect, or heuristics (the methods "
+                                                          "of avoidance_methods)"),
+            planning_time_limit=p("planning_time_limit", 1.0, "s: time limit of the sampling planner"),
+            planner_seed=p("planner_seed", 0, "seed of the sampling planner's random stream (repeatable plans)"),
+            backend=p("backend", "cpu", "collision checks: cpu, or cuda (batched re-checks on the GPU)"),
         )
         self.obstacle_timeout = p("obstacle_timeout", 0.0, "s: ignore obstacles older than this (0: never)")
         bad = [m for m in self.settings.avoidance_methods if m not in METHODS]

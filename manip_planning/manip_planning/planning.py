@@ -134,6 +134,9 @@ class Planner:
         if s.path_planner not in PATH_PLANNERS and s.path_planner != HEURISTICS:
             raise ValueError(f"path_planner {s.path_planner!r} unknown (known: {', '.join(PATH_PLANNERS)}, "
                              f"{HEURISTICS})")
+        from .robot_collision import BACKENDS
+        if s.backend not in BACKENDS:
+            raise ValueError(f"backend {s.backend!r} unknown (known: {', '.join(BACKENDS)})")
         self.collision_model = collision_model if collision_model is not None else collision_model_for(model,
                                                                                                        settings=s)
         n = model.dof
