@@ -75,3 +75,33 @@ def test_user_errors_exit_2_without_traceback(tmp_path):
         p = subprocess.run([sys.executable, "-m", "manip_core.cli", *argv], capture_output=True, text=True)
         assert p.returncode == 2, (argv, p.stdout, p.stderr)
         assert "Traceback" not in p.stderr and p.stderr.startswith("manip-model: error:"), p.stderr
+
+
+def test_workspace_json_last_line_png_ply_and_progress(tmp_path):
+    import math
+    png, ply = tmp_path / "ws.png", tmp_path / "ws.ply"
+    p = subprocess.run([sys.executable, "-m", "manip_core.cli", "workspace", "planar2r", "--samples", "200000",
+                        "--png", str(png), "--ply", str(ply), "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout.strip().splitlines()[-1])
+    for k in ("volume_m3", "volume_uncertainty_m3", "samples", "samples_per_s"):
+        assert k in d
+    assert d["samples"] == 200000 and d["samples_per_s"] > 0 and d["dimension"] == 2
+    assert abs(d["measure_m2"] - math.pi * (0.9 ** 2 - 0.1 ** 2)) <= d["uncertainty_m2"]
+    assert "100.0%" in p.stderr  # progress bar on stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    head = ply.read_bytes()[:400].decode("ascii", "replace")
+    n = int(head.split("element vertex ")[1].split()[0])
+    assert head.startswith("ply") and n == d["occupied_voxels"]
+
+
+def test_singularity_map_json_and_png(tmp_path):
+    png = tmp_path / "map.png"
+    rc, text = run(["singularity-map", "ypp3", "--cells", "8", "--levels", "2", "--png", str(png), "--json",
+                    "--quiet"])
+    assert rc == 0
+    d = json.loads(text.strip().splitlines()[-1])
+    assert [s["level"] for s in d["steps"]] == [0, 1, 2] and d["part"] == "position"
+    assert 0 < d["points_evaluated"] < d["finest_grid_nodes"] and png.stat().st_size > 1000
+    rc = main(["singularity-map", "ypp3", "--cells", "0"], out=io.StringIO())
+    assert rc == 2

@@ -304,7 +304,7 @@ def estimate_workspace(robot, samples=2_000_000, *, seed=0, samples_per_voxel=20
     change = abs(convergence[-1]["measure"] - convergence[-2]["measure"]) if len(convergence) > 1 else 0.0
     for c, prev in zip(convergence[1:], convergence[:-1]):
         c["uncertainty"] = c["boundary_half_layer"] + abs(c["measure"] - prev["measure"])
-    convergence[0]["uncertainty"] = math.nan
+    convergence[0]["uncertainty"] = None  # no smaller run to compare with
 
     dex = np.zeros((0, 0, 0))
     dex_measure = 0.0
