@@ -197,6 +197,7 @@ def test_finite_differences(case):
         close(m.jacobian_time_derivative(q, qd, frame=frame), (J(q + h * qd) - J(q - h * qd)) / (2 * h), 1e-6)
 
 
+@pytest.mark.slow  # compiles two parallel kernels (~30 s of CPU on an empty numba cache)
 def test_batched_match_single(case):
     rng = np.random.default_rng(16)
     m = case.model
