@@ -151,13 +151,15 @@ def real_launch(tmp_path_factory):
         pytest.skip(f"{REAL_LAUNCH} is missing (the shared real-launch tool: ../shared next to the checkout)")
     if shutil.which("cmake") is None:
         pytest.skip("cmake is missing: the real-launch tool builds the workspace with colcon")
-    log = tmp_path_factory.mktemp("real_launch") / "build.log"
+    work = tmp_path_factory.mktemp("real_launch")
+    log = work / "build.log"
+    empty = work / "empty.launch.xml"   # builds the tools cache and the workspace, then ends at once
+    empty.write_text("<launch>\n</launch>\n")
     env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    print(f"real-launch: building the tools cache (once) and the workspace (log {log})", file=sys.stderr)
     with open(log, "w") as f:
-        # --help-like dry start: build, then run a launch file that ends at once is not offered by the tool;
-        # build by starting it with a missing file argument and waiting for the build to finish.
-        res = subprocess.run([str(tool), "--build-only"], cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT,
-                             timeout=900)
+        res = subprocess.run([str(tool), str(empty)], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=f,
+                             stderr=subprocess.STDOUT, timeout=1500)
     if res.returncode != 0:
         pytest.fail(f"real-launch build failed (log {log}):\n{log.read_text()[-3000:]}")
     return tool

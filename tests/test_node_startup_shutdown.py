@@ -6,6 +6,7 @@
   parameter.
 Fixtures: tests/conftest.py.
 """
+import re
 import signal
 import time
 from pathlib import Path
@@ -34,6 +35,21 @@ READY = {  # a line each logs once it spins
 }
 
 
+def _wait_catching(pid, sig, timeout=30.0):
+    """Until process pid has a handler for sig (SigCgt in /proc): before that, the interpreter is starting."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return
+        cgt = int(re.search(r"^SigCgt:\s*([0-9a-f]+)", status, re.M).group(1), 16)
+        if cgt >> (sig - 1) & 1:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"pid {pid} installed no handler for {sig!r} within {timeout} s")
+
+
 def _check_clean(p, code, started, limit_s=12.0):
     elapsed = time.monotonic() - started
     assert code == 0, f"{p.exe}: exit status {code}\n{p.log}"
@@ -43,11 +59,13 @@ def _check_clean(p, code, started, limit_s=12.0):
 
 @pytest.mark.parametrize("moment", ["loading", "waiting_two_sigints", "waiting_sigterm"])
 def test_every_node_stops_cleanly_during_start_up(node_procs, moment):
-    """All six nodes at once; the signal while they load their modules (0.3 s after the start) or once
+    """All six nodes at once; the signal while they load their modules (right after their console script
+    installed its handlers: the Python interpreter's own start is out of reach, see node_main) or once
     they wait for the robot description (two SIGINTs 0.2 s apart, as ros2 launch sends them; or SIGTERM)."""
     procs = [node_procs(exe, params) for exe, params in NODES.items()]
-    if moment == "loading":
-        time.sleep(0.3)
+    if moment == "loading":  # as soon as the console script's handlers are in place (the imports follow)
+        for p in procs:
+            _wait_catching(p.proc.pid, signal.SIGTERM)  # Python itself catches SIGINT from its start
     else:
         for p in procs:
             p.wait_log(READY[p.exe], timeout=90)

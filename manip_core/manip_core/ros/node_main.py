@@ -117,8 +117,8 @@ def run_node(args, name, make_node, make_executor, on_stop=None, on_exit=None,
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except config_errors as e:
-        if stop.is_set() and not rclpy.ok():
-            pass
+        if stop.is_set():  # a stop during start-up (an error it caused, e.g. a child that got the group's signal)
+            rclpy.logging.get_logger(name).info(f"stopped during start-up ({type(e).__name__}: {e})")
         else:
             rclpy.logging.get_logger(name).fatal(f"{type(e).__name__}: {e}")
             code = config_status
