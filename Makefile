@@ -6,12 +6,14 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 # Written by scripts/setup.sh when a setup completed (and removed while one is in progress).
 SETUP_OK := $(VENV)/.manip-setup/verified
-# Extra arguments for pytest, e.g. make test PYTEST_ARGS='-m "not slow" -x'
+# Extra arguments for pytest, e.g. make test PYTEST_ARGS='-x -k planner'
 PYTEST_ARGS ?=
+# Tests marked slow (long soak/benchmark-like runs) are left to `make test-all`.
+TEST_MARKERS ?= not slow
 # Extra arguments for the demo, e.g. make demo DEMO_ARGS='--output /tmp/run1'
 DEMO_ARGS ?=
 
-.PHONY: setup test demo bench clean distclean
+.PHONY: setup test test-all demo bench clean distclean
 
 # Full (re)setup; only redoes the steps whose inputs changed.
 setup:
@@ -31,7 +33,11 @@ test: $(PYTHON)
 	@for d in $$(sed -n 's/^testpaths *= *//p' pytest.ini); do \
 	  test -d "$$d" || { echo "make test: testpaths entry '$$d' (pytest.ini) does not exist" >&2; exit 1; }; \
 	done
-	ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST $(PYTHON) -m pytest $(PYTEST_ARGS)
+	ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST $(PYTHON) -m pytest -m "$(TEST_MARKERS)" $(PYTEST_ARGS)
+
+# Every test, the slow ones included.
+test-all:
+	$(MAKE) test TEST_MARKERS=
 
 # The main job: the simulated pick-and-place on a real ROS 2 graph (see manip_sim/manip_sim/demo.py).
 demo: $(PYTHON)

@@ -5,12 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow
 def test_pick_and_place_demo_succeeds(tmp_path):
     out = tmp_path / "demo"
     p = subprocess.run([sys.executable, "-m", "manip_sim.demo", "--output", str(out), "--timeout", "180"],
