@@ -129,6 +129,7 @@ class SlidingMode(_Law):
         self.last_phi = np.full(n, self.phi)
         self.last_gain = np.zeros(n)
         self._g = np.array([0.0, 0.0, -9.81])
+        self.pi_model = R.parameters(model).ravel()
 
     def compute(self, q, qd, q_d, qd_d, qdd_d):
         q, qd, q_d, qd_d, qdd_d = self._vectors(q, qd, q_d, qd_d, qdd_d)
@@ -137,8 +138,7 @@ class SlidingMode(_Law):
         a = qdd_d + self.lam * ed
         s = ed + self.lam * e
         Y = R.slotine_li_regressor(self.model, q, qd, v, a, self._g)
-        pi = self._pi_hat()
-        nominal = Y @ pi
+        nominal = Y @ self.pi_model
         rho = np.abs(Y) @ self.dpi + self.friction
         k = rho + self.eta
         M = self.model.mass_matrix(q)
@@ -152,9 +152,3 @@ class SlidingMode(_Law):
         tau = nominal + M @ (self.damping * s) + k * np.clip(s / phi, -1.0, 1.0)
         self.last_s, self.last_phi, self.last_gain = s, phi, k
         return clip_efforts(tau, self.effort_limits)
-
-    def _pi_hat(self):
-        p = getattr(self, "_pi", None)
-        if p is None:
-            p = self._pi = R.parameters(self.model).ravel()
-        return p
