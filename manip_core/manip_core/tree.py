@@ -117,7 +117,8 @@ class KinematicTree:
         if not roots:
             raise ModelError(src, "", "the joints form a cycle: every link has a parent")
         if len(roots) > 1:
-            raise ModelError(src, "", f"several root links {roots}: a robot has exactly one link without a parent")
+            raise ModelError(src, "", f"several root links ({name_some(roots)}): a robot has exactly one link "
+                                      f"without a parent")
         tree = cls(name, src, link_map, joint_map, roots[0], child_joints, parent_joint)
         seen = set(tree.subtree_links(roots[0]))
         if len(seen) != len(link_map):
