@@ -30,6 +30,8 @@ setup(
             'manip-model = manip_core.cli:main',
             'manip-launch = manip_core.launcher:main',
             'model_server = manip_core:model_server_main',
+            'state_publisher = manip_core:state_publisher_main',
+            'manip-bag = manip_core.bag_cli:main',
         ],
     },
 )

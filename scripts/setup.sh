@@ -262,7 +262,7 @@ else
 fi
 
 # ---- 5. verify ------------------------------------------------------------------------------
-log "verifying: import rclpy, manip_msgs.msg, manip_core in .venv"
+log "verifying: import rclpy, manip_msgs.msg, manip_core, control_msgs.action, tf2_msgs.msg in .venv"
 "$PY" - "${PACKAGES[@]}" <<'EOF' || die "the import check failed (output above)"
 import importlib, os, sys
 import rclpy, manip_msgs.msg, manip_core  # noqa: F401  (the check asked for)

@@ -21,3 +21,9 @@ def model_server_main(args=None):
     """Console script ``model_server`` (manip_core.ros.node_main.entry: signal handlers before the node imports)."""
     from manip_core.ros.node_main import entry
     return entry("manip_core.model_server_node", args)
+
+
+def state_publisher_main(args=None):
+    """Console script ``state_publisher`` (tf from joint_states, robot_state_publisher's semantics)."""
+    from manip_core.ros.node_main import entry
+    return entry("manip_core.state_publisher_node", args)

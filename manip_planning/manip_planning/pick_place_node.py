@@ -2,7 +2,9 @@
 
 Graph (docs/graph.md): subscribes ``joint_states``; serves the action ``pick_place``; client of the
 ``plan_trajectory`` service (manip_msgs/srv/PlanTrajectory), the ``joint_trajectory_controller/
-execute_trajectory`` action (manip_msgs/action/ExecuteTrajectory) and the ``gripper/grasp`` service
+execute_trajectory`` action (manip_msgs/action/ExecuteTrajectory; with the ``trajectory_action`` parameter
+set, the control_msgs/action/FollowJointTrajectory action it names instead: trajectory client mode, for an arm
+whose own ros2_control joint_trajectory_controller executes) and the ``gripper/grasp`` service
 (manip_msgs/srv/Grasp). Each goal first waits (server_timeout) for the three servers and fails with a clear
 message naming the missing one, then runs pick_place_machine.PickPlaceMachine: reachability of the approach
 and grasp poses (tool pointing down, IK of the local robot model) is checked before any motion; feedback per
@@ -122,12 +124,26 @@ class PickPlaceNode(Node):
         self.create_subscription(JointState, "joint_states", self._on_joint_state, 10, callback_group=self._group)
         self.plan_client = self.create_client(PlanTrajectory, "plan_trajectory", callback_group=self._group)
         self.grasp_client = self.create_client(Grasp, "gripper/grasp", callback_group=self._group)
-        self.exec_client = ActionClient(self, ExecuteTrajectory, "joint_trajectory_controller/execute_trajectory",
-                                        callback_group=self._group)
+        # trajectory execution: manip's controller (ExecuteTrajectory), or any FollowJointTrajectory server
+        # (trajectory client mode: an arm whose own ros2_control stack executes)
+        self.trajectory_action = p("trajectory_action", "",
+                                   "FollowJointTrajectory action that executes the trajectories (e.g. "
+                                   "/arm_controller/follow_joint_trajectory); empty: manip's controller "
+                                   "(joint_trajectory_controller/execute_trajectory, ExecuteTrajectory)")
+        if self.trajectory_action:
+            from control_msgs.action import FollowJointTrajectory
+            from control_msgs.msg import JointTolerance as FjtJointTolerance
+            self._exec_types = (FollowJointTrajectory, FjtJointTolerance)
+            self._exec_name = self.trajectory_action
+        else:
+            self._exec_types = (ExecuteTrajectory, JointTolerance)
+            self._exec_name = "joint_trajectory_controller/execute_trajectory"
+        self.exec_client = ActionClient(self, self._exec_types[0], self._exec_name, callback_group=self._group)
         self.server = ActionServer(self, PickPlace, "pick_place", execute_callback=self._execute,
                                    goal_callback=self._on_goal, cancel_callback=self._on_cancel,
                                    callback_group=self._group)
-        self.get_logger().info("pick_place ready")
+        self.get_logger().info(f"pick_place ready; trajectories go to {self._exec_types[0].__name__} action "
+                               f"'{self._exec_name}'")
 
     def _param(self, name, default, description):
         if not self.has_parameter(name):
@@ -222,8 +238,8 @@ class PickPlaceNode(Node):
             return self._finish(handle, Result.INVALID_GOAL, str(e))
         # the three servers, before anything moves
         waits = ((self.plan_client.wait_for_service, "service 'plan_trajectory' (planner)", Result.PLANNING_FAILED),
-                 (self.exec_client.wait_for_server,
-                  "action 'joint_trajectory_controller/execute_trajectory' (controller)", Result.EXECUTION_FAILED),
+                 (self.exec_client.wait_for_server, f"action '{self._exec_name}' (controller)",
+                  Result.EXECUTION_FAILED),
                  (self.grasp_client.wait_for_service, "service 'gripper/grasp' (simulator or gripper driver)",
                   Result.GRASP_FAILED))
         for wait, what, code in waits:
@@ -291,9 +307,10 @@ class PickPlaceNode(Node):
         duration = last.sec + 1e-9 * last.nanosec
         if len(trajectory.points) == 1 or duration == 0.0:
             return True, "already there"
-        goal = ExecuteTrajectory.Goal(trajectory=trajectory)
+        action, tolerance = self._exec_types
+        goal = action.Goal(trajectory=trajectory)
         if self.goal_position_tolerance > 0:
-            goal.goal_tolerance = [JointTolerance(name=j, position=float(self.goal_position_tolerance))
+            goal.goal_tolerance = [tolerance(name=j, position=float(self.goal_position_tolerance))
                                    for j in trajectory.joint_names]
         if self.goal_time_tolerance > 0:
             goal.goal_time_tolerance = duration_msg(self.goal_time_tolerance)

