@@ -57,7 +57,8 @@ def _check_clean(p, code, started, limit_s=12.0):
     assert elapsed < limit_s, f"{p.exe}: {elapsed:.1f} s to stop\n{p.log}"
 
 
-@pytest.mark.parametrize("moment", ["loading", "waiting_two_sigints", "waiting_sigterm"])
+@pytest.mark.parametrize("moment", ["loading", "waiting_two_sigints",
+                                    pytest.param("waiting_sigterm", marks=pytest.mark.slow)])
 def test_every_node_stops_cleanly_during_start_up(node_procs, moment):
     """All six nodes at once; the signal while they load their modules (right after their console script
     installed its handlers: the Python interpreter's own start is out of reach, see node_main) or once

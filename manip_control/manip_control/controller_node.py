@@ -846,13 +846,17 @@ def _code_name(code):
 def main(argv=None):
     # SIGINT/SIGTERM at any moment (start-up included) set `stop`: exit 0, no traceback; the last command
     # before exit is a hold (publish_hold). manip_core.ros.node_main has the details.
-    from manip_core.ros.node_main import init_rclpy
+    from manip_core.ros.node_main import StartupInterrupted, init_rclpy, interruptible_startup
     stop = init_rclpy(argv)
     if stop.is_set():
         rclpy.try_shutdown()
         return 0
     try:
-        node = ControllerNode()
+        with interruptible_startup():
+            node = ControllerNode()
+    except StartupInterrupted:
+        rclpy.try_shutdown()
+        return 0
     except (ValueError, ParameterException) as e:  # e.g. rate_hz:=250 (an integer) or control_law:=lqr
         rclpy.logging.get_logger("controller").fatal(f"{type(e).__name__}: {e}")
         rclpy.try_shutdown()

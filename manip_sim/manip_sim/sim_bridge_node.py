@@ -211,8 +211,11 @@ class SimBridge(Node):
             **CAMERA_DEFAULTS,
         }
         values = {}
+        from rcl_interfaces.msg import ParameterDescriptor
         for name, default in defaults.items():
-            values[name] = self.declare_parameter(name, default).value
+            # scene_file is a path: read at start-up only, read-only afterwards (robot-description contract)
+            values[name] = self.declare_parameter(name, default,
+                                                  ParameterDescriptor(read_only=name == "scene_file")).value
         for name in ("physics_rate_hz", "publish_rate_hz", "clock_rate_hz", "real_time_factor", "command_timeout",
                      "lockstep_max_age", "lockstep_max_wait", "camera_rate_hz", "objects_rate_hz", "stereo_baseline", "horizontal_fov_deg"):
             values[name] = float(values[name])

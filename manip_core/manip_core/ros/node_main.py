@@ -11,7 +11,8 @@ and while it shuts down.
   (rclpy, NumPy, numba, OpenCV: about a second) and skips the node when a signal came meanwhile. The
   handlers never raise: an exception raised inside an extension module's import, or half-way through
   building a node, would leave a traceback or a child process (sim_bridge's renderer) behind. When the
-  node's main returns, the signals are ignored for the rest of the exit (see ignore_stop_signals).
+  node's main returns, the signals are ignored for the rest of the exit (see ignore_stop_signals). While the
+  node object is built, a signal interrupts the construction (interruptible_startup).
   Left: the interpreter's own start before the entry point's first line (here ~50-100 ms, the venv's
   ``.pth`` files and the ROS wheels' re-exec): a SIGINT there is Python's KeyboardInterrupt.
 * :func:`init_rclpy` starts rclpy WITHOUT rclpy's own signal handlers (they invalidate the context at once,
@@ -22,6 +23,7 @@ and while it shuts down.
 
 The handlers only set :func:`stop_event`; they are installed once per process and stay until it exits.
 """
+import contextlib
 import importlib
 import signal
 import threading
@@ -29,11 +31,32 @@ import threading
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _stop = threading.Event()
 _received = []
+_interrupt_startup = [False]
+
+
+class StartupInterrupted(BaseException):
+    """A stop signal while the node object was being built (see :func:`interruptible_startup`)."""
 
 
 def _handler(signum, frame):
     _received.append(signum)
     _stop.set()
+    if _interrupt_startup[0]:
+        _interrupt_startup[0] = False  # once
+        raise StartupInterrupted(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def interruptible_startup():
+    """While the node object is built (seconds: PyBullet, numba kernels, a render process), a stop signal
+    raises StartupInterrupted in the main thread instead of waiting for the end of the construction. Node
+    constructors that start threads or processes clean up on any exception (sim_bridge's does); the
+    caller catches StartupInterrupted and exits 0."""
+    _interrupt_startup[0] = True
+    try:
+        yield
+    finally:
+        _interrupt_startup[0] = False
 
 
 def install_stop_handlers():
@@ -107,7 +130,8 @@ def run_node(args, name, make_node, make_executor, on_stop=None, on_exit=None,
     code = 0
     try:
         if not stop.is_set():
-            node = make_node()
+            with interruptible_startup():
+                node = make_node()
         if node is not None and not stop.is_set():
             executor = make_executor()
             executor.add_node(node)
@@ -116,6 +140,8 @@ def run_node(args, name, make_node, make_executor, on_stop=None, on_exit=None,
             on_stop(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except StartupInterrupted as e:
+        rclpy.logging.get_logger(name).info(f"stopped by {e} while starting")
     except config_errors as e:
         if stop.is_set():  # a stop during start-up (an error it caused, e.g. a child that got the group's signal)
             rclpy.logging.get_logger(name).info(f"stopped during start-up ({type(e).__name__}: {e})")
