@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = ROOT / "launch" / "pick_place_sim.launch.xml"
-NODES = {"sim_bridge", "model_server", "controller", "planner", "stereo_obstacles", "pick_place"}
+NODES = {"sim_bridge", "model_server", "controller", "state_publisher", "planner", "stereo_obstacles", "pick_place"}
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +95,11 @@ def test_joint_trajectory_moves_the_simulated_arm(graph):
              "wrist_3_joint"]
     spin_until(node, lambda: all(n in latest for n in names), 60, "joint_states", graph)
     spin_until(node, lambda: pub.get_subscription_count() > 0, 60, "the controller's trajectory subscription", graph)
+    # the controller takes trajectories once it has the model and joint_states: it then publishes its state
+    from manip_msgs.msg import ControllerState
+    states = []
+    node.create_subscription(ControllerState, "joint_trajectory_controller/controller_state", states.append, 10)
+    spin_until(node, lambda: len(states) > 0, 60, "the controller's state (model and joint_states loaded)", graph)
     start = np.array([latest[n] for n in names])
     goal = start + np.array([0.2, -0.15, 0.2, 0.1, -0.1, 0.3])
     traj = JointTrajectory(joint_names=names)

@@ -498,12 +498,13 @@ GRAPH_NODES = {  # node name -> (package, executable), docs/graph.md
     'planner': ('manip_planning', 'planner'),
     'stereo_obstacles': ('manip_perception', 'stereo_obstacles'),
     'pick_place': ('manip_planning', 'pick_place'),
+    'state_publisher': ('manip_core', 'state_publisher'),
 }
 PROJECT_FILES = {
-    'pick_place_sim.launch.xml': ['sim_bridge', 'model_server', 'controller', 'stereo_obstacles',
-                                  'planner', 'pick_place'],
+    'pick_place_sim.launch.xml': ['sim_bridge', 'model_server', 'controller', 'state_publisher',
+                                  'stereo_obstacles', 'planner', 'pick_place'],
     'perception.launch.xml': ['stereo_obstacles'],
-    'real_robot.launch.xml': ['model_server', 'controller'],
+    'real_robot.launch.xml': ['model_server', 'controller', 'state_publisher'],
 }
 
 
