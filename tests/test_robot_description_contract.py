@@ -171,3 +171,34 @@ def test_model_server_parameter_takes_text_only(graph):
     new = graph["procs"]["model_server"].log[len(log0):]
     assert new.count("rejected new robot_description") == 5 and "robot model from" not in new, new
     _ik_and_plan_still_served(graph)
+
+
+def test_controller_last_command_before_exit_is_a_hold(graph):
+    """SIGINT while the controller follows a trajectory: it exits 0, and its last effort command is the hold
+    at the measured position, g(q) (what the tracking commands are not: the trajectory starts 0.2 rad away)."""
+    import signal
+    import numpy as np
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    from builtin_interfaces.msg import Duration
+    from manip_core import RobotModel
+    procs, client, node = graph["procs"], graph["client"], graph["client"].node
+    cmds = []
+    node.create_subscription(Float64MultiArray, "effort_controller/commands", lambda m: cmds.append(list(m.data)),
+                             1000)
+    traj = node.create_publisher(JointTrajectory, "joint_trajectory_controller/joint_trajectory", 10)
+    assert client.spin_until(lambda: traj.get_subscription_count() > 0 and len(cmds) > 0, 30)
+    traj.publish(JointTrajectory(joint_names=UR5, points=[
+        JointTrajectoryPoint(positions=[q + 0.2 for q in Q0], time_from_start=Duration(sec=0)),
+        JointTrajectoryPoint(positions=[q + 0.3 for q in Q0], time_from_start=Duration(sec=60))]))
+    ur5 = RobotModel.load("ur5")
+    hold = np.clip(ur5.gravity_torques(np.array(Q0)), -ur5.effort_limits, ur5.effort_limits)
+    tracking = lambda c: np.max(np.abs(np.array(c) - hold)) > 1.0  # noqa: E731
+    assert client.spin_until(lambda: cmds and tracking(cmds[-1]), 30), procs["controller"].log[-1500:]
+    ctl = procs["controller"]
+    ctl.signal(signal.SIGINT)
+    code = ctl.wait(20.0)
+    client.spin_until(lambda: False, 1.0)  # the last messages in flight
+    assert code == 0 and "Traceback" not in ctl.log, ctl.log[-2000:]
+    assert "last command: hold at the last measured position" in ctl.log
+    np.testing.assert_allclose(cmds[-1], hold, atol=1e-6)
