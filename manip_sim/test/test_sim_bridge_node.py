@@ -251,6 +251,36 @@ def test_grasp_service_answers(bridge):
     assert res.success
 
 
+def test_world_and_camera_frames_on_tf_static(bridge):
+    """world -> base_link (the scene's base pose: identity), base_link -> left optical (camera_position /
+    camera_orientation_xyzw of stereo_camera.yaml), left -> right optical (+baseline along the left x)."""
+    import yaml
+    from scipy.spatial.transform import Rotation
+    from tf2_msgs.msg import TFMessage
+    from manip_core.ros.tf import STATIC_QOS
+    probe = bridge["probe"]
+    got = []
+    probe.node.create_subscription(TFMessage, "/tf_static", got.append, STATIC_QOS)  # transient local: late is fine
+    assert _wait(lambda: got, 30.0), _log_text(bridge)[-2000:]
+    tf = {(t.header.frame_id, t.child_frame_id): t.transform for t in got[-1].transforms}
+    assert set(tf) == {("world", "base_link"), ("base_link", "stereo_left_optical"),
+                       ("stereo_left_optical", "stereo_right_optical")}
+    cam = yaml.safe_load((CONFIG / "stereo_camera.yaml").read_text())["/**"]["ros__parameters"]
+
+    def pq(t):
+        return (np.array([t.translation.x, t.translation.y, t.translation.z]),
+                np.array([t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w]))
+    p, q = pq(tf[("world", "base_link")])
+    np.testing.assert_allclose(p, 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.abs(q), [0, 0, 0, 1], atol=1e-12)
+    p, q = pq(tf[("base_link", "stereo_left_optical")])
+    np.testing.assert_allclose(p, cam["camera_position"], atol=1e-9)
+    assert Rotation.from_quat(q).approx_equal(Rotation.from_quat(cam["camera_orientation_xyzw"]), atol=1e-6)
+    p, q = pq(tf[("stereo_left_optical", "stereo_right_optical")])
+    np.testing.assert_allclose(p, [cam["stereo_baseline"], 0.0, 0.0], atol=1e-9)
+    np.testing.assert_allclose(np.abs(q), [0, 0, 0, 1], atol=1e-9)
+
+
 def test_sigint_shuts_down_cleanly(bridge):
     proc = bridge["proc"]
     render_pid = _render_pid(bridge)
