@@ -20,34 +20,21 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath=False)
 
 
 @njit(**_JIT)
-def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F, out):
-    """tau of configurations k0 .. k0 + W - 1 into out[k0:k0 + W] (qdd = 0 when QDD has no rows: the bias
-    forces; out then gets nothing and qp holds the physical joints' forces). R, P keep the relative poses."""
-    with_qdd = QDD.shape[0] > 0
+def _poses_group(mf, mi, Q, k0, qp, R, P):
+    """Physical joint positions qp (nb, W) of configurations k0 .. k0 + W - 1 and each body's pose in its
+    parent's frame, R (nb, 9, W) row-major and P (nb, 3, W)."""
     nb, dof = mi[0], mi[1]
-    mimic = mi[3] != 0
     om = K._map_offset(mi)
-    # joint values of the physical joints, (nb, W)
     for i in range(nb):
-        if mimic:
+        if mi[3] != 0:
             for l in range(W):
                 s0 = mf[om + nb * dof + i]
-                s1 = 0.0
-                s2 = 0.0
                 for j in range(dof):
-                    a = mf[om + i * dof + j]
-                    s0 += a * Q[k0 + l, j]
-                    s1 += a * QD[k0 + l, j]
-                    s2 += a * QDD[k0 + l, j] if with_qdd else 0.0
+                    s0 += mf[om + i * dof + j] * Q[k0 + l, j]
                 qp[i, l] = s0
-                qdp[i, l] = s1
-                qddp[i, l] = s2
         else:
             for l in range(W):
                 qp[i, l] = Q[k0 + l, i]
-                qdp[i, l] = QD[k0 + l, i]
-                qddp[i, l] = QDD[k0 + l, i] if with_qdd else 0.0
-    # relative transforms
     for i in range(nb):
         b = i * BODY_STRIDE
         x00, x01, x02 = mf[b + O_R], mf[b + O_R + 1], mf[b + O_R + 2]
@@ -104,6 +91,32 @@ def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp
             Pi[0, l] = px
             Pi[1, l] = py
             Pi[2, l] = pz
+
+
+@njit(**_JIT)
+def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F, out):
+    """tau of configurations k0 .. k0 + W - 1 into out[k0:k0 + W] (qdd = 0 when QDD has no rows: the bias
+    forces; out then gets nothing and qp holds the physical joints' forces). R, P keep the relative poses."""
+    with_qdd = QDD.shape[0] > 0
+    nb, dof = mi[0], mi[1]
+    mimic = mi[3] != 0
+    om = K._map_offset(mi)
+    _poses_group(mf, mi, Q, k0, qp, R, P)
+    for i in range(nb):
+        if mimic:
+            for l in range(W):
+                s1 = 0.0
+                s2 = 0.0
+                for j in range(dof):
+                    a = mf[om + i * dof + j]
+                    s1 += a * QD[k0 + l, j]
+                    s2 += a * QDD[k0 + l, j] if with_qdd else 0.0
+                qdp[i, l] = s1
+                qddp[i, l] = s2
+        else:
+            for l in range(W):
+                qdp[i, l] = QD[k0 + l, i]
+                qddp[i, l] = QDD[k0 + l, i] if with_qdd else 0.0
     # forward: V_i = X_i V_p + S qd, A_i = X_i A_p + V_i x S qd + S qdd; F_i = G A_i + V_i x* G V_i
     g0, g1, g2 = -grav[0], -grav[1], -grav[2]
     for i in range(nb):
@@ -309,27 +322,12 @@ def rnea_batch_lanes(mf, mi, Q, QD, QDD, grav, ftip, out):
 
 
 @njit(**_JIT)
-def _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F,
-              Ra, Pa, Jw, Yc, Mp, Ma, r, out):
-    """qdd = M^-1 (tau - bias) of configurations k0 .. k0 + W - 1 into out; False if a lane's M is not
-    positive definite. Bias: _rnea_group at qdd = 0. M: in the base frame, M_ai = J_a . Yc_i J_i for a = i
-    and its ancestors (Yc: composite inertia of i's subtree about the base origin, J: joint screws)."""
+def _mass_group(mf, mi, R, P, Ra, Pa, Jw, Yc, Mp, Ma, V):
+    """Mass matrices (dof, dof, W) of the group from the relative poses R, P, in the base frame: absolute
+    poses, joint screws J and body inertias about the base origin, composites Yc, M_ai = J_a . Yc_i J_i for
+    a = i and its ancestors; A^T M_phys A with mimic joints (into Ma, else Mp is returned). V: scratch."""
     nb, dof = mi[0], mi[1]
-    _rnea_group(mf, mi, Q, QD, Q[:0], k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F, out)
-    # r = tau - A^T bias_phys (bias in qp)
     om = K._map_offset(mi)
-    for j in range(dof):
-        for l in range(W):
-            r[j, l] = TAU[k0 + l, j]
-        if mi[3] != 0:
-            for i in range(nb):
-                a = mf[om + i * dof + j]
-                if a != 0.0:
-                    for l in range(W):
-                        r[j, l] -= a * qp[i, l]
-        else:
-            for l in range(W):
-                r[j, l] -= qp[j, l]
     # absolute poses, joint screws, body inertias about the base origin (m, h, Ibar: 1 + 3 + 6)
     for i in range(nb):
         b = i * BODY_STRIDE
@@ -455,9 +453,33 @@ def _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, 
                             continue
                         for l in range(W):
                             Ma[rr, cc, l] += ai * aj * Mp[i, j, l]
-        M = Ma
-    else:
-        M = Mp
+        return Ma
+    return Mp
+
+
+@njit(**_JIT)
+def _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F,
+              Ra, Pa, Jw, Yc, Mp, Ma, r, out):
+    """qdd = M^-1 (tau - bias) of configurations k0 .. k0 + W - 1 into out; False if a lane's M is not
+    positive definite. Bias: _rnea_group at qdd = 0. M: in the base frame, M_ai = J_a . Yc_i J_i for a = i
+    and its ancestors (Yc: composite inertia of i's subtree about the base origin, J: joint screws)."""
+    nb, dof = mi[0], mi[1]
+    _rnea_group(mf, mi, Q, QD, Q[:0], k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F, out)
+    # r = tau - A^T bias_phys (bias in qp)
+    om = K._map_offset(mi)
+    for j in range(dof):
+        for l in range(W):
+            r[j, l] = TAU[k0 + l, j]
+        if mi[3] != 0:
+            for i in range(nb):
+                a = mf[om + i * dof + j]
+                if a != 0.0:
+                    for l in range(W):
+                        r[j, l] -= a * qp[i, l]
+        else:
+            for l in range(W):
+                r[j, l] -= qp[j, l]
+    M = _mass_group(mf, mi, R, P, Ra, Pa, Jw, Yc, Mp, Ma, V)
     # Cholesky per lane (lower factor in place of M), then the two triangular solves on r
     for j in range(dof):
         for k in range(j):
@@ -540,4 +562,48 @@ def forward_dynamics_batch_lanes(mf, mi, Q, QD, TAU, grav, ftip, out):
             continue
         if not K.forward_dynamics_into(mf, mi, Q[k], QD[k], TAU[k], grav, ftip, ws, out[k]):
             bad += 1
+    return bad
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def mass_matrix_batch_lanes(mf, mi, Q, out):
+    """Like _kernels.mass_matrix_batch (returns the number of configurations with NaN/inf), W lanes at a time."""
+    n = Q.shape[0]
+    nb, dof = mi[0], mi[1]
+    ngroups = n // W
+    nc = max(1, min(ngroups, 64))
+    bad = 0
+    for c in prange(nc):
+        qp = np.empty((nb, W))
+        R = np.empty((nb, 9, W))
+        P = np.empty((nb, 3, W))
+        V = np.empty((nb, 6, W))
+        Ra = np.empty((nb, 9, W))
+        Pa = np.empty((nb, 3, W))
+        Jw = np.empty((nb, 6, W))
+        Yc = np.empty((nb, 10, W))
+        Mp = np.empty((nb, nb, W))
+        Ma = np.empty((dof, dof, W))
+        ws = K.new_ws(mi)
+        for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
+            k0 = g * W
+            if _group_finite(Q, Q, Q, k0):
+                _poses_group(mf, mi, Q, k0, qp, R, P)
+                M = _mass_group(mf, mi, R, P, Ra, Pa, Jw, Yc, Mp, Ma, V)
+                for r in range(dof):
+                    for cc in range(dof):
+                        for l in range(W):
+                            out[k0 + l, r, cc] = M[r, cc, l]
+                continue
+            for k in range(k0, k0 + W):
+                if not K.all_finite(Q[k]):
+                    bad += 1
+                    continue
+                K.crba_into(mf, mi, Q[k], ws, out[k])
+    ws = K.new_ws(mi)
+    for k in range(ngroups * W, n):
+        if not K.all_finite(Q[k]):
+            bad += 1
+            continue
+        K.crba_into(mf, mi, Q[k], ws, out[k])
     return bad

@@ -369,7 +369,7 @@ class RobotModel:
         self._need_inertia()
         Q = self._batch(Q, "Q")
         out = np.empty((Q.shape[0], self.dof, self.dof))
-        self._batch_status(K.mass_matrix_batch(self._mf, self._mi, Q, out), "mass_matrix_batch", Q)
+        self._batch_status(_LK.mass_matrix_batch_lanes(self._mf, self._mi, Q, out), "mass_matrix_batch", Q)
         return out
 
     def coriolis_torques(self, q, qd, *, out=None, data=None):

@@ -1,6 +1,7 @@
-"""Batched inverse and forward dynamics in SIMD lanes (manip_core._lane_kernels) against the single-call kernel, which
-test_model_vs_pinocchio.py checks against Pinocchio: every lane, the tail that does not fill a group,
-groups with NaN, custom gravity, a tip wrench, prismatic and mimic joints (Panda finger chain)."""
+"""Batched inverse dynamics, forward dynamics and mass matrices in SIMD lanes (manip_core._lane_kernels)
+against the single-call kernels, which test_model_vs_pinocchio.py checks against Pinocchio: every lane, the
+tail that does not fill a group, groups with NaN, custom gravity, a tip wrench, prismatic and mimic joints
+(Panda finger chain)."""
 import numpy as np
 import pytest
 
@@ -59,3 +60,13 @@ def test_forward_dynamics_lanes_match_single_calls(model, n):
     QD[3, 0] = np.inf
     with pytest.raises(InputError, match=r"rows \[3\]"):
         model.forward_dynamics_batch(Q, QD, TAU)
+
+
+def test_mass_matrix_lanes_match_single_calls(model):
+    Q, _, _ = _states(model, 3 * W + 5, 7)
+    got = model.mass_matrix_batch(Q)
+    expected = np.array([model.mass_matrix(q) for q in Q])
+    assert np.abs(got - expected).max() <= 1e-13 * max(1.0, float(np.abs(expected).max()))
+    Q[W, 2] = np.nan
+    with pytest.raises(InputError, match=rf"rows \[{W}\]"):
+        model.mass_matrix_batch(Q)
