@@ -8,9 +8,9 @@ Workspace: samples per second of the sampling + FK kernel and of the whole estim
 convergence levels), CPU (numba, all cores) and, when numba.cuda sees a real GPU, the CUDA kernel; the volume
 estimate against the closed-form values of the planar 2R (area) and the yaw-pitch-pitch arm (volume).
 Singularity map: time for the UR5 (full Jacobian, tool orientation of q = 0) and the bundled 3-DOF arm ypp3
-(position Jacobian) on the x-z plane, refined (coarse grid + 3 refinement levels near the threshold) and
-unrefined (every node of the same finest grid, closed-form IK at each), against the 34-621 s per map reported
-by the MPERL paper. Prints a markdown table and writes it with the raw numbers to bench/results/.
+(position Jacobian) on the x-z plane, refined (coarse grid + 3 refinement levels near the threshold),
+unrefined (every node of the same finest grid, closed-form IK at each) and with every reachable cell refined
+(the whole finest grid by LM continuation), against the 34-621 s per map reported by the MPERL paper. Prints a markdown table and writes it with the raw numbers to bench/results/.
 It is a benchmark, not a test: nothing is asserted.
 """
 from __future__ import annotations
@@ -106,12 +106,16 @@ def bench_maps(quick):
         log(f"singularity map {name}: unrefined ({fine} x {fine} cells) ...")
         b = singularity_map(robot, plane="xz", cells=fine, levels=0, threshold=a.threshold,
                             u_range=a.u_range, v_range=a.v_range)
+        log(f"singularity map {name}: every cell refined (continuation on the whole finest grid) ...")
+        c = singularity_map(robot, plane="xz", cells=cells, levels=levels, threshold=a.threshold, band=math.inf,
+                            u_range=a.u_range, v_range=a.v_range)
         # agreement on the nodes both evaluated
         both = a.node_computed & b.node_computed[::1, ::1]
         va, vb = a.node_values[both], b.node_values[both]
         ok = np.isfinite(va) & np.isfinite(vb)
         agree = float(np.max(np.abs(va[ok] - vb[ok]))) if ok.any() else None
-        for kind, m in (("refined", a), ("unrefined", b)):
+        for kind, m in (("refined near threshold", a), ("unrefined, closed form at every node", b),
+                        ("all cells refined (continuation)", c)):
             s = m.summary()
             nodes = s["points_evaluated"]
             raw.append({"robot": name, "kind": kind, **s, "max_abs_diff_vs_unrefined": agree})
