@@ -28,6 +28,39 @@ def log(msg):
     print(f"[demo] {msg}", flush=True)
 
 
+# What --record stores: the robot's state and commands, tf, the stereo stream, perception and planning output.
+RECORD_TOPICS = ["/clock", "/joint_states", "/tf", "/tf_static", "/effort_controller/commands",
+                 "/joint_trajectory_controller/controller_state", "/stereo/left/image_rect",
+                 "/stereo/right/image_rect", "/stereo/left/camera_info", "/stereo/right/camera_info", "/obstacles",
+                 "/planned_path", "/sim/objects"]
+
+
+def start_recording(bag, env, spin_until):
+    """``manip-bag record`` of RECORD_TOPICS into ``bag`` (a subprocess); returns once every topic is subscribed."""
+    log_path = bag.parent / "record.log"
+    out = open(log_path, "w")
+    proc = subprocess.Popen([sys.executable, "-m", "manip_core.bag_cli", "record", str(bag), "--topics",
+                             *RECORD_TOPICS, "--wait", "30"], stdout=out, stderr=subprocess.STDOUT, env=env)
+    spin_until(lambda: proc.poll() is not None or
+               Path(log_path).read_text(errors="replace").count("manip-bag: recording ") >= len(RECORD_TOPICS)
+               or "recording the others" in Path(log_path).read_text(errors="replace"),
+               60, "manip-bag to subscribe to every topic")
+    if proc.poll() is not None:
+        raise RuntimeError(f"manip-bag record exited: {Path(log_path).read_text()[-1000:]}")
+    log(f"recording {len(RECORD_TOPICS)} topics into {bag} (log: {log_path})")
+    return proc
+
+
+def stop_recording(proc):
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log(f"recording stopped (manip-bag exit code {proc.returncode})")
+
+
 class Graph:
     """The launched nodes: a manip-launch process in its own process group, output to a log file."""
 
@@ -84,6 +117,7 @@ def run(args):
     rclpy.init()
     node = rclpy.create_node("pick_place_demo", parameter_overrides=[Parameter("use_sim_time", value=True)])
     rec = Recording()
+    recorder = None
     truth, perceived = {}, []
     clock = {"first": None, "first_wall": None, "last": None}
 
@@ -139,6 +173,8 @@ def run(args):
         log("pick_place action server ready")
         spin_until(lambda: len(perceived) > 0, args.timeout, "perceived obstacles (obstacles topic)")
         log(f"perception sees {len(perceived)} obstacle(s)")
+        if args.record:
+            recorder = start_recording(out_dir / "bag", env, spin_until)
         kind, pick_xyz, _ = truth[task.object]
         place_xyz = np.asarray(task.place_position, dtype=float)
         goal = PickPlace.Goal()
@@ -177,6 +213,8 @@ def run(args):
         spin_until(lambda: now_s() >= settle, 30, "the object to settle")
         final_xyz = truth[task.object][1]
     finally:
+        if recorder is not None:
+            stop_recording(recorder)
         node.destroy_node()
         rclpy.shutdown()
         graph.stop()
@@ -214,6 +252,9 @@ def run(args):
     if len(tool):
         plot_tool_path(tool, boxes, pick_xyz, place_xyz, final_xyz, out_dir / "tool_path.png")
     lines.append(f"  plots: {out_dir / 'joint_tracking.png'}, {out_dir / 'tool_path.png'}")
+    if recorder is not None:
+        lines.append(f"  bag: {out_dir / 'bag'} (rosbag2, mcap; `manip-bag info` / `manip-bag play` it), "
+                     f"log {out_dir / 'record.log'}")
     write_summary(lines, out_dir / "summary.txt")
     print("\n".join(lines), flush=True)
     return 0 if ok else 1
@@ -227,6 +268,8 @@ def main(argv=None):
     p.add_argument("--tolerance", type=float, default=0.02, help="placement tolerance, m (default: 0.02)")
     p.add_argument("--timeout", type=float, default=240.0, help="seconds to wait for each stage")
     p.add_argument("--gui", action="store_true", help="open the PyBullet GUI (needs a display)")
+    p.add_argument("--record", action="store_true",
+                   help="record the run with manip-bag into OUTPUT/bag (topics: RECORD_TOPICS)")
     args = p.parse_args(argv)
     if args.scene is None:
         from .scene import default_scene_path
