@@ -841,6 +841,8 @@ def jacobian_batch(mf, mi, Q, body_frame, out):
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def rnea_batch(mf, mi, Q, QD, QDD, grav, ftip, out):
+    """One configuration at a time (the reference for _lane_kernels.rnea_batch_lanes, which the model runs;
+    forward dynamics and mass matrices in batches are in _lane_kernels only)."""
     n = Q.shape[0]
     nc = _chunks(n)
     bad = 0
@@ -851,35 +853,4 @@ def rnea_batch(mf, mi, Q, QD, QDD, grav, ftip, out):
                 bad += 1
                 continue
             rnea_into(mf, mi, Q[k], QD[k], QDD[k], grav, ftip, ws, out[k])
-    return bad
-
-
-@njit(cache=True, parallel=True, error_model="numpy")
-def forward_dynamics_batch(mf, mi, Q, QD, TAU, grav, ftip, out):
-    n = Q.shape[0]
-    nc = _chunks(n)
-    bad = 0
-    for c in prange(nc):
-        ws = new_ws(mi)
-        for k in range(c * n // nc, (c + 1) * n // nc):
-            if not (all_finite(Q[k]) and all_finite(QD[k]) and all_finite(TAU[k])):
-                bad += 1
-                continue
-            if not forward_dynamics_into(mf, mi, Q[k], QD[k], TAU[k], grav, ftip, ws, out[k]):
-                bad += 1
-    return bad
-
-
-@njit(cache=True, parallel=True, error_model="numpy")
-def mass_matrix_batch(mf, mi, Q, out):
-    n = Q.shape[0]
-    nc = _chunks(n)
-    bad = 0
-    for c in prange(nc):
-        ws = new_ws(mi)
-        for k in range(c * n // nc, (c + 1) * n // nc):
-            if not all_finite(Q[k]):
-                bad += 1
-                continue
-            crba_into(mf, mi, Q[k], ws, out[k])
     return bad

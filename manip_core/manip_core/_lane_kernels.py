@@ -516,8 +516,8 @@ def _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def forward_dynamics_batch_lanes(mf, mi, Q, QD, TAU, grav, ftip, out):
-    """Like _kernels.forward_dynamics_batch (returns the number of configurations that failed: NaN/inf or
-    a singular M), W lanes at a time; tails and groups with a failing lane go through the scalar kernel."""
+    """qdd (N, dof) into out; returns the number of configurations that failed (NaN/inf or a singular M). W
+    lanes at a time; tails and groups with a failing lane go through the one-configuration kernel."""
     n = Q.shape[0]
     nb, dof = mi[0], mi[1]
     ngroups = n // W
@@ -567,7 +567,7 @@ def forward_dynamics_batch_lanes(mf, mi, Q, QD, TAU, grav, ftip, out):
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def mass_matrix_batch_lanes(mf, mi, Q, out):
-    """Like _kernels.mass_matrix_batch (returns the number of configurations with NaN/inf), W lanes at a time."""
+    """M (N, dof, dof) into out; returns the number of configurations with NaN/inf. W lanes at a time."""
     n = Q.shape[0]
     nb, dof = mi[0], mi[1]
     ngroups = n // W
