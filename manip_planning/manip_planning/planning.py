@@ -26,7 +26,7 @@ from .potential_field import FieldOptions
 from . import jerk_limited, topp, trapezoidal
 from .path_planning import PATH_PLANNERS, plan_path
 from .planning_scene import PlanningScene, pose_matrix
-from .robot_collision import CollisionChecker, CollisionModelError, RobotCollisionModel
+from .robot_collision import CollisionChecker, CollisionModelError, RobotCollisionModel, parse_collision_shapes
 from .shapes import Shape
 
 # manip_msgs/msg/ErrorCode values
@@ -115,11 +115,12 @@ def collision_model_for(model, urdf=None, settings=None):
     s = settings or PlannerSettings()
     if urdf:
         try:
-            rc = RobotCollisionModel.from_urdf(urdf, model=model, check_fixed_links=False)
-            if rc.n_spheres:
-                return rc
+            if parse_collision_shapes(urdf):
+                return RobotCollisionModel.from_urdf(urdf, model=model, check_fixed_links=False)
+            log.warning("the URDF has no <collision> elements: planning with capsules of radius %.3f m (link_radius) "
+                        "along the chain", s.link_radius)
         except CollisionModelError as e:
-            log.warning("collision geometry of the URDF not usable (%s); planning with capsules instead", e)
+            log.warning("collision geometry of the URDF not usable (%s): planning with capsules instead", e)
     return RobotCollisionModel.capsules(model, s.link_radius, tool_length_m=s.tool_length)
 
 

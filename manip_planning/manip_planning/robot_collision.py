@@ -307,7 +307,7 @@ class RobotCollisionModel:
                             "self-collision checks: neighbouring capsules overlap)", msg, fallback_radius_m)
                 return cls.capsules(model, fallback_radius_m, check_fixed_links)
             else:
-                log.warning("%s: the robot has no collision geometry (only obstacles are ignored)", msg)
+                log.warning("%s: the robot has no collision geometry, nothing will be found in collision", msg)
         disabled = parse_srdf_disabled(srdf) if srdf is not None else set()
         return cls(model, spheres, disabled, check_fixed_links, src)
 

@@ -79,7 +79,8 @@ def test_demo_plan_keeps_the_margin(ur5, scene_demo, demo, method):
     """Above pick -> above place around the pillar: every link capsule stays >= the safety margin from it
     along the final time-scaled trajectory (and between its samples), and above the table."""
     q_a, q_b, _ = scene_demo
-    settings = PlannerSettings(safety_margin=MARGIN, link_radius=RADIUS, avoidance_methods=("straight", method))
+    settings = PlannerSettings(safety_margin=MARGIN, link_radius=RADIUS, avoidance_methods=("straight", method),
+                               path_planner="heuristics")   # the default with obstacles is rrt_connect
     planner = Planner(ur5, settings)
     res = planner.plan(PlanRequest(start=q_a, goal_joints=q_b, avoid_obstacles=True, velocity_scaling=0.5),
                        [Obstacle(demo.PILLAR_CENTER, demo.PILLAR_SIZE)])
