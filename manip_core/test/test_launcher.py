@@ -552,7 +552,7 @@ def test_project_launch_file_arguments():
     assert params['model_server']['urdf_path'] == '/tmp/r.urdf'
     assert params['sim_bridge']['gui'] is True
     assert params['controller']['control_law'] == 'pd'  # inherited by the include, as in ros2 launch
-    with pytest.raises(xf.LaunchFileError, match="'stepper' is not one of computed_torque, pd"):
+    with pytest.raises(xf.LaunchFileError, match="'stepper' is not one of "):
         xf.load_launch_file(str(LAUNCH_DIR / 'real_robot.launch.xml'), [('control_law', 'stepper')],
                             resolver=resolver, resolve_executables=False)
 
