@@ -6,6 +6,7 @@ the packages here first makes every test see the real ones.
 """
 import manip_control  # noqa: F401
 import manip_core  # noqa: F401
+import manip_design  # noqa: F401
 import manip_perception  # noqa: F401
 import manip_planning  # noqa: F401
 import manip_sim  # noqa: F401

@@ -15,6 +15,7 @@ BUILD_TYPES = {
     'manip_control': 'ament_python',
     'manip_perception': 'ament_python',
     'manip_sim': 'ament_python',
+    'manip_design': 'ament_python',
 }
 
 # Field name -> rosidl type string, in declaration order.
@@ -52,7 +53,9 @@ def test_package_xml(name):
     buildtools = {d.name for d in pkg.buildtool_depends}
     if BUILD_TYPES[name] == 'ament_python':
         assert buildtools == {'ament_python'}
-        assert 'rclpy' in {d.name for d in pkg.exec_depends}
+        # a package with ROS nodes runs on rclpy; manip_design is a library + CLI without nodes
+        uses_rclpy = any('rclpy' in f.read_text() for f in (ROOT / name / name).rglob('*.py'))
+        assert ('rclpy' in {d.name for d in pkg.exec_depends}) == uses_rclpy
         assert (ROOT / name / 'resource' / name).is_file()
         assert (ROOT / name / 'setup.cfg').read_text().count(f'$base/lib/{name}') == 2
     else:

@@ -1,0 +1,281 @@
+"""numba kernels of the closed-chain kinematics: frames, loop-closure residual and Jacobian, LM and CCD.
+
+A mechanism is a list of elements; element e makes frame e + 1 from its parent frame ``ep[e]`` (frame 0 is the
+ground): T_{e+1} = T_{ep[e]} @ eT[e] @ motion(e), where motion is a rotation about / translation along the
+local unit axis ``eax[e]`` by q[ev[e]] (rad or m) for a revolute (ety 1) / prismatic (ety 2) element and the
+identity for a fixed one (ety 0). ``anc[e, f]`` says whether element e moves frame f.
+
+Residual rows (all in the ground frame): for each weld (a, b): p_a - p_b (m) and log(R_a R_b^T) (rad); then,
+when a target is given, w * [p_ee - p_target; log(R_ee R_target^T)] with per-row weights w (0 drops a row).
+The Jacobian is the exact derivative for the position rows and the first-order one (omega_a - omega_b) for
+the rotation rows, exact at zero error.
+"""
+import math
+
+import numba as nb
+import numpy as np
+
+_OPTS = dict(cache=True, nogil=True, fastmath=False)
+
+
+@nb.njit(**_OPTS)
+def frames(ep, eT, ety, eax, ev, q, Tf):
+    """Fill Tf (nf, 4, 4) with every frame's pose in the ground frame at joint values q."""
+    ne = ep.shape[0]
+    for i in range(4):
+        for j in range(4):
+            Tf[0, i, j] = 1.0 if i == j else 0.0
+    M = np.empty((4, 4))
+    A = np.empty((4, 4))
+    for e in range(ne):
+        P = Tf[ep[e]]
+        # A = P @ eT[e]
+        for i in range(4):
+            for j in range(4):
+                s = 0.0
+                for k in range(4):
+                    s += P[i, k] * eT[e, k, j]
+                A[i, j] = s
+        t = ety[e]
+        if t == 0:
+            for i in range(4):
+                for j in range(4):
+                    Tf[e + 1, i, j] = A[i, j]
+            continue
+        x = q[ev[e]]
+        ax, ay, az = eax[e, 0], eax[e, 1], eax[e, 2]
+        for i in range(4):
+            for j in range(4):
+                M[i, j] = 1.0 if i == j else 0.0
+        if t == 1:
+            c, s = math.cos(x), math.sin(x)
+            C = 1.0 - c
+            M[0, 0] = c + ax * ax * C
+            M[0, 1] = ax * ay * C - az * s
+            M[0, 2] = ax * az * C + ay * s
+            M[1, 0] = ay * ax * C + az * s
+            M[1, 1] = c + ay * ay * C
+            M[1, 2] = ay * az * C - ax * s
+            M[2, 0] = az * ax * C - ay * s
+            M[2, 1] = az * ay * C + ax * s
+            M[2, 2] = c + az * az * C
+        else:
+            M[0, 3] = ax * x
+            M[1, 3] = ay * x
+            M[2, 3] = az * x
+        for i in range(4):
+            for j in range(4):
+                s = 0.0
+                for k in range(4):
+                    s += A[i, k] * M[k, j]
+                Tf[e + 1, i, j] = s
+
+
+@nb.njit(**_OPTS)
+def rot_log(Ra, Rb, out, o):
+    """out[o:o+3] = log(Ra Rb^T) as a rotation vector (rad)."""
+    R = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            s = 0.0
+            for k in range(3):
+                s += Ra[i, k] * Rb[j, k]
+            R[i, j] = s
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    c = 0.5 * (tr - 1.0)
+    if c > 1.0:
+        c = 1.0
+    if c < -1.0:
+        c = -1.0
+    th = math.acos(c)
+    vx, vy, vz = R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]
+    if th < 1e-7:
+        f = 0.5
+    elif th < math.pi - 1e-5:
+        f = th / (2.0 * math.sin(th))
+    else:
+        # near pi: axis from the diagonal
+        ux = math.sqrt(max(0.0, 0.5 * (R[0, 0] + 1.0)))
+        uy = math.sqrt(max(0.0, 0.5 * (R[1, 1] + 1.0)))
+        uz = math.sqrt(max(0.0, 0.5 * (R[2, 2] + 1.0)))
+        if vx < 0:
+            ux = -ux
+        if vy < 0:
+            uy = -uy
+        if vz < 0:
+            uz = -uz
+        out[o], out[o + 1], out[o + 2] = th * ux, th * uy, th * uz
+        return
+    out[o], out[o + 1], out[o + 2] = f * vx, f * vy, f * vz
+
+
+@nb.njit(**_OPTS)
+def _effect(Tf, ety, eax, e, f, dp, dw):
+    """Velocity of frame f's origin (dp) and angular velocity (dw) per unit rate of element e's joint."""
+    J = Tf[e + 1]
+    wx = J[0, 0] * eax[e, 0] + J[0, 1] * eax[e, 1] + J[0, 2] * eax[e, 2]
+    wy = J[1, 0] * eax[e, 0] + J[1, 1] * eax[e, 1] + J[1, 2] * eax[e, 2]
+    wz = J[2, 0] * eax[e, 0] + J[2, 1] * eax[e, 1] + J[2, 2] * eax[e, 2]
+    if ety[e] == 1:
+        rx, ry, rz = Tf[f, 0, 3] - J[0, 3], Tf[f, 1, 3] - J[1, 3], Tf[f, 2, 3] - J[2, 3]
+        dp[0], dp[1], dp[2] = wy * rz - wz * ry, wz * rx - wx * rz, wx * ry - wy * rx
+        dw[0], dw[1], dw[2] = wx, wy, wz
+    else:
+        dp[0], dp[1], dp[2] = wx, wy, wz
+        dw[0], dw[1], dw[2] = 0.0, 0.0, 0.0
+
+
+@nb.njit(**_OPTS)
+def residual(Tf, welds, ee, Tt, wt, r):
+    """Fill r with the residual rows (welds, then the weighted target rows when wt has a nonzero)."""
+    nw = welds.shape[0]
+    for k in range(nw):
+        a, b = welds[k, 0], welds[k, 1]
+        for i in range(3):
+            r[6 * k + i] = Tf[a, i, 3] - Tf[b, i, 3]
+        rot_log(Tf[a], Tf[b], r, 6 * k + 3)
+    if r.shape[0] > 6 * nw:
+        o = 6 * nw
+        for i in range(3):
+            r[o + i] = wt[i] * (Tf[ee, i, 3] - Tt[i, 3])
+        rot_log(Tf[ee], Tt, r, o + 3)
+        for i in range(3):
+            r[o + 3 + i] *= wt[3 + i]
+
+
+@nb.njit(**_OPTS)
+def jacobian(Tf, ety, eax, ev_elem, anc, welds, ee, wt, free, Jm):
+    """Jm (rows, len(free)): derivative of the residual rows with respect to q[free]."""
+    nw = welds.shape[0]
+    dp = np.empty(3)
+    dw = np.empty(3)
+    Jm[:, :] = 0.0
+    has_t = Jm.shape[0] > 6 * nw
+    for c in range(free.shape[0]):
+        e = ev_elem[free[c]]
+        for k in range(nw):
+            a, b = welds[k, 0], welds[k, 1]
+            if anc[e, a]:
+                _effect(Tf, ety, eax, e, a, dp, dw)
+                for i in range(3):
+                    Jm[6 * k + i, c] += dp[i]
+                    Jm[6 * k + 3 + i, c] += dw[i]
+            if anc[e, b]:
+                _effect(Tf, ety, eax, e, b, dp, dw)
+                for i in range(3):
+                    Jm[6 * k + i, c] -= dp[i]
+                    Jm[6 * k + 3 + i, c] -= dw[i]
+        if has_t and anc[e, ee]:
+            _effect(Tf, ety, eax, e, ee, dp, dw)
+            o = 6 * nw
+            for i in range(3):
+                Jm[o + i, c] = wt[i] * dp[i]
+                Jm[o + 3 + i, c] = wt[3 + i] * dw[i]
+
+
+@nb.njit(**_OPTS)
+def _maxabs(r):
+    m = 0.0
+    for i in range(r.shape[0]):
+        a = abs(r[i])
+        if a > m:
+            m = a
+    return m
+
+
+@nb.njit(**_OPTS)
+def solve_lm(ep, eT, ety, eax, ev, ev_elem, anc, welds, ee, Tt, wt, free, lo, hi, q, nrows, tol, max_iter):
+    """Levenberg-Marquardt on q[free] (in place, clipped to [lo, hi]) until max |residual| <= tol.
+
+    Returns (max |residual|, iterations)."""
+    nf = ep.shape[0] + 1
+    Tf = np.empty((nf, 4, 4))
+    r = np.empty(nrows)
+    rn = np.empty(nrows)
+    n = free.shape[0]
+    Jm = np.empty((nrows, n))
+    qn = q.copy()
+    frames(ep, eT, ety, eax, ev, q, Tf)
+    residual(Tf, welds, ee, Tt, wt, r)
+    cost = np.dot(r, r)
+    lam = 1e-3
+    it = 0
+    if n == 0:
+        return _maxabs(r), 0
+    need_j = True
+    A = np.empty((n, n))
+    g = np.empty(n)
+    while it < max_iter:
+        if _maxabs(r) <= tol:
+            break
+        if need_j:
+            jacobian(Tf, ety, eax, ev_elem, anc, welds, ee, wt, free, Jm)
+            A[:, :] = Jm.T @ Jm
+            g[:] = Jm.T @ r
+            need_j = False
+        it += 1
+        B = A.copy()
+        for i in range(n):
+            B[i, i] += lam * (A[i, i] + 1e-6)
+        dx = np.linalg.solve(B, -g)
+        for k in range(n):
+            v = free[k]
+            x = q[v] + dx[k]
+            if x < lo[v]:
+                x = lo[v]
+            elif x > hi[v]:
+                x = hi[v]
+            qn[v] = x
+        frames(ep, eT, ety, eax, ev, qn, Tf)
+        residual(Tf, welds, ee, Tt, wt, rn)
+        cn = np.dot(rn, rn)
+        if cn < cost:
+            for k in range(n):
+                q[free[k]] = qn[free[k]]
+            r[:] = rn
+            cost = cn
+            lam = max(lam * 0.2, 1e-12)
+            need_j = True
+        else:
+            for k in range(n):
+                qn[free[k]] = q[free[k]]
+            lam *= 8.0
+            if lam > 1e10:
+                break
+    frames(ep, eT, ety, eax, ev, q, Tf)
+    residual(Tf, welds, ee, Tt, wt, r)
+    return _maxabs(r), it
+
+
+@nb.njit(**_OPTS)
+def solve_ccd(ep, eT, ety, eax, ev, ev_elem, anc, welds, ee, Tt, wt, free, lo, hi, q, nrows, tol, max_sweeps):
+    """Cyclic coordinate descent: one variable of q[free] at a time, each by the 1-D Gauss-Newton step
+    that minimises the squared residual along it (clipped to its limits). Returns (max |residual|, sweeps)."""
+    nf = ep.shape[0] + 1
+    Tf = np.empty((nf, 4, 4))
+    r = np.empty(nrows)
+    one = np.empty(1, dtype=np.int64)
+    col = np.empty((nrows, 1))
+    sweeps = 0
+    frames(ep, eT, ety, eax, ev, q, Tf)
+    residual(Tf, welds, ee, Tt, wt, r)
+    while sweeps < max_sweeps and _maxabs(r) > tol:
+        sweeps += 1
+        for k in range(free.shape[0]):
+            one[0] = free[k]
+            jacobian(Tf, ety, eax, ev_elem, anc, welds, ee, wt, one, col)
+            num = 0.0
+            den = 1e-12
+            for i in range(nrows):
+                num += col[i, 0] * r[i]
+                den += col[i, 0] * col[i, 0]
+            v = free[k]
+            x = q[v] - num / den
+            if x < lo[v]:
+                x = lo[v]
+            elif x > hi[v]:
+                x = hi[v]
+            q[v] = x
+            frames(ep, eT, ety, eax, ev, q, Tf)
+            residual(Tf, welds, ee, Tt, wt, r)
+    return _maxabs(r), sweeps

@@ -1,0 +1,259 @@
+"""Mechanism: the numeric form of a structure, with closed-chain FK (passive joints solved) and IK.
+
+Joint values q (rad for revolute, m for prismatic) are ordered as ``variable_names``; ``actuated_names`` is
+the subset the user commands. Poses are 4x4 homogeneous transforms of the end-effector frame in the ground
+frame (m). FK solves the loop-closure constraints (welds of Merge) for the passive joints by
+Levenberg-Marquardt from the home assembly (or a seed); IK solves closure + target together by
+Levenberg-Marquardt (``method='lm'``) or cyclic coordinate descent (``method='ccd'``), with the joint limits
+as bounds, and declares success only when FK of the returned actuator values, solved again from the home
+assembly, reaches the target.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _kernels as K
+from .errors import DesignError
+
+
+@dataclass
+class FKResult:
+    """pose: end-effector pose (4, 4) in the ground frame (m); q: every joint value; closure_error: max
+    |loop-closure residual| (m or rad); success: closure_error <= tolerance; iterations: LM steps."""
+
+    pose: np.ndarray
+    q: np.ndarray
+    success: bool
+    closure_error: float
+    iterations: int
+
+
+@dataclass
+class IKResult:
+    """actuated: {name: value (rad or m)}; q: every joint value; success: FK of the actuated values (from the
+    home assembly) reaches the target within the tolerances; position_error_m / rotation_error_rad: errors
+    of that FK pose (rotation only when an orientation was asked); iterations: solver steps (LM iterations or
+    CCD sweeps) over all attempts; restarts: random restarts used; method: 'lm' or 'ccd'."""
+
+    actuated: dict
+    q: np.ndarray
+    success: bool
+    position_error_m: float
+    rotation_error_rad: float
+    iterations: int
+    restarts: int = 0
+    method: str = "lm"
+    message: str = ""
+    pose: np.ndarray = field(default=None, repr=False)
+
+
+def _rot_angle(Ra, Rb):
+    c = 0.5 * (np.trace(Ra @ Rb.T) - 1.0)
+    return float(math.acos(min(1.0, max(-1.0, c))))
+
+
+def rpy_to_matrix(roll, pitch, yaw):
+    from .structure import rpy_matrix
+    return rpy_matrix(roll, pitch, yaw)
+
+
+class Mechanism:
+    """Numeric elements, variables and welds of a structure (see :mod:`._kernels` for the layout)."""
+
+    def __init__(self, structure, elems, variables, welds, ee_frame, masses, frame_names, values):
+        self.structure = structure
+        self.source = structure.source
+        self.values = dict(values)
+        ne = len(elems)
+        self.ep = np.array([e[0] for e in elems], dtype=np.int64)
+        self.eT = np.ascontiguousarray(np.array([e[1] for e in elems], dtype=float).reshape(ne, 4, 4))
+        self.ety = np.array([e[2] for e in elems], dtype=np.int64)
+        self.eax = np.ascontiguousarray(np.array([e[3] for e in elems], dtype=float).reshape(ne, 3))
+        self.ev = np.array([e[4] for e in elems], dtype=np.int64)
+        self.nf = ne + 1
+        self.variables = variables
+        self.nv = len(variables)
+        self.variable_names = [v["name"] for v in variables]
+        self.ev_elem = np.zeros(self.nv, dtype=np.int64)
+        for e in range(ne):
+            if self.ev[e] >= 0:
+                self.ev_elem[self.ev[e]] = e
+        anc = np.zeros((max(ne, 1), self.nf), dtype=np.bool_)
+        for e in range(ne):
+            anc[e, e + 1] = True
+            for f in range(e + 2, self.nf):
+                if anc[e, self.ep[f - 1]]:
+                    anc[e, f] = True
+        self.anc = anc
+        self.welds = np.array(welds, dtype=np.int64).reshape(-1, 2)
+        self.ee = int(ee_frame)
+        self.masses = masses
+        self.frame_names = frame_names
+        self.lo = np.array([v["lo"] for v in variables], dtype=float)
+        self.hi = np.array([v["hi"] for v in variables], dtype=float)
+        self.actuated = np.array([i for i, v in enumerate(variables) if v["actuated"]], dtype=np.int64)
+        self.passive = np.array([i for i, v in enumerate(variables) if not v["actuated"]], dtype=np.int64)
+        self.all_vars = np.arange(self.nv, dtype=np.int64)
+        self.actuated_names = [self.variable_names[i] for i in self.actuated]
+        self.n_closure = 6 * len(self.welds)
+        self._no_target = np.zeros(6)
+        self._eye = np.eye(4)
+        self._rng = np.random.default_rng(0)
+        # home: every variable at 0, or at the middle of its limits when 0 is outside them
+        q = np.zeros(self.nv)
+        out = (q < self.lo) | (q > self.hi)
+        q[out] = 0.5 * (self.lo[out] + self.hi[out])
+        self.q_home = self._assemble(q)
+
+    # ---------------------------------------------------------------------------------- helpers
+    def _solve(self, q, free, Tt, wt, nrows, tol, max_iter, method="lm"):
+        fn = K.solve_lm if method == "lm" else K.solve_ccd
+        return fn(self.ep, self.eT, self.ety, self.eax, self.ev, self.ev_elem, self.anc, self.welds, self.ee,
+                  Tt, wt, free, self.lo, self.hi, q, nrows, tol, max_iter)
+
+    def _assemble(self, q):
+        if not len(self.welds):
+            return q
+        best = None
+        for attempt in range(20):
+            qa = q.copy()
+            if attempt:
+                qa[self.passive] = self._random(self.passive, spread=0.5 * attempt)
+            err, _ = self._solve(qa, self.passive, self._eye, self._no_target, self.n_closure, 1e-11, 200)
+            if err <= 1e-9:
+                return qa
+            if best is None or err < best[0]:
+                best = (err, qa)
+        raise DesignError(f"the structure cannot be assembled at the home actuator values (closure error "
+                          f"{best[0]:.3g}): check the lengths, anchors and merges", self.source)
+
+    def _random(self, idx, spread=math.pi):
+        lo = np.where(np.isfinite(self.lo[idx]), self.lo[idx], -spread)
+        hi = np.where(np.isfinite(self.hi[idx]), self.hi[idx], spread)
+        return self._rng.uniform(lo, hi)
+
+    def frames(self, q):
+        """Every frame's pose (nf, 4, 4) in the ground frame at joint values q."""
+        Tf = np.empty((self.nf, 4, 4))
+        K.frames(self.ep, self.eT, self.ety, self.eax, self.ev, np.asarray(q, float), Tf)
+        return Tf
+
+    def _act_vector(self, actuated):
+        if isinstance(actuated, dict):
+            missing = [n for n in self.actuated_names if n not in actuated]
+            unknown = [n for n in actuated if n not in self.actuated_names]
+            if missing or unknown:
+                raise DesignError(f"actuated values: missing {missing}, unknown {unknown} (expected "
+                                  f"{', '.join(self.actuated_names)})", self.source)
+            actuated = [actuated[n] for n in self.actuated_names]
+        a = np.asarray(actuated, dtype=float).reshape(-1)
+        if a.shape != (len(self.actuated),):
+            raise DesignError(f"expected {len(self.actuated)} actuated values ({', '.join(self.actuated_names)}),"
+                              f" got {a.size}", self.source)
+        if not np.all(np.isfinite(a)):
+            raise DesignError("actuated values hold NaN or inf", self.source)
+        lo, hi = self.lo[self.actuated], self.hi[self.actuated]
+        bad = np.flatnonzero((a < lo - 1e-12) | (a > hi + 1e-12))
+        if bad.size:
+            i = bad[0]
+            raise DesignError(f"actuated value {self.actuated_names[i]} = {a[i]:g} is outside its range "
+                              f"({lo[i]:g}, {hi[i]:g})", self.source)
+        return a
+
+    # ------------------------------------------------------------------------------------- FK
+    def fk(self, actuated, seed=None, tol=1e-10, max_iter=100):
+        """End-effector pose for the actuated values (sequence in ``actuated_names`` order or dict)."""
+        a = self._act_vector(actuated)
+        q = (self.q_home if seed is None else np.asarray(seed, float)).copy()
+        q[self.actuated] = a
+        if len(self.welds):
+            err, it = self._solve(q, self.passive, self._eye, self._no_target, self.n_closure, tol, max_iter)
+        else:
+            err, it = 0.0, 0
+        T = self.frames(q)[self.ee]
+        return FKResult(T, q, bool(err <= max(tol, 1e-9)), float(err), int(it))
+
+    def pose(self, q):
+        """End-effector pose (4, 4) for a full joint vector q (no closure solved)."""
+        return self.frames(q)[self.ee]
+
+    # ------------------------------------------------------------------------------------- IK
+    def ik(self, xyz, rpy=None, seed=None, method="lm", tol_position_m=1e-6, tol_rotation_rad=1e-6,
+           restarts=5, max_iter=None):
+        """Actuator values that put the end effector at xyz (m) [and orientation rpy (rad), R = Rz Ry Rx]."""
+        xyz = np.asarray(xyz, dtype=float).reshape(-1)
+        if xyz.shape != (3,) or not np.all(np.isfinite(xyz)):
+            raise DesignError("the target position must be 3 finite numbers (x, y, z in m)", self.source)
+        Tt = np.eye(4)
+        Tt[:3, 3] = xyz
+        wt = np.ones(6)
+        if rpy is None:
+            wt[3:] = 0.0
+        else:
+            rpy = np.asarray(rpy, dtype=float).reshape(-1)
+            if rpy.shape != (3,) or not np.all(np.isfinite(rpy)):
+                raise DesignError("the target orientation must be 3 finite numbers (roll, pitch, yaw in rad)",
+                                  self.source)
+            Tt[:3, :3] = rpy_to_matrix(*rpy)
+        if max_iter is None:
+            max_iter = 200 if method == "lm" else 2000
+        nrows = self.n_closure + 6
+        q = (self.q_home if seed is None else np.asarray(seed, float)).copy()
+        total, used = 0, 0
+        res = None
+        for attempt in range(restarts + 1):
+            if attempt:
+                used += 1
+                q = self.q_home.copy()
+                q[self.actuated] = self._random(self.actuated)
+            _err, it = self._solve(q, self.all_vars, Tt, wt, nrows, 1e-12, max_iter, method)
+            total += it
+            res = self._check(q, Tt, rpy is not None, tol_position_m, tol_rotation_rad)
+            if res[0]:
+                break
+        ok, pe, re_, msg, T = res
+        return IKResult({n: float(q[i]) for n, i in zip(self.actuated_names, self.actuated)}, q, ok, pe, re_,
+                        total, used, method, msg, T)
+
+    def _check(self, q, Tt, with_rot, tol_p, tol_r):
+        """Honest success: FK of q's actuator values from the home assembly must reach the target."""
+        fk = self.fk(q[self.actuated])
+        T = fk.pose
+        pe = float(np.linalg.norm(T[:3, 3] - Tt[:3, 3]))
+        re_ = _rot_angle(T[:3, :3], Tt[:3, :3]) if with_rot else 0.0
+        if not fk.success:
+            return False, pe, re_, f"FK of the solution does not close (closure error {fk.closure_error:.3g})", T
+        if pe > tol_p or re_ > tol_r:
+            return False, pe, re_, (f"target missed: position error {pe:.3g} m, rotation error {re_:.3g} rad "
+                                    "(unreachable, or reached only on another assembly branch)"), T
+        return True, pe, re_, "", T
+
+    # ------------------------------------------------------------------------------------ misc
+    def closure_jacobian(self, q):
+        """Jacobian (6 * welds, nv) of the loop-closure residual at q."""
+        Tf = self.frames(q)
+        J = np.zeros((self.n_closure, self.nv))
+        K.jacobian(Tf, self.ety, self.eax, self.ev_elem, self.anc, self.welds, self.ee, self._no_target,
+                   self.all_vars, J)
+        return J
+
+    def ee_jacobian(self, q):
+        """Geometric Jacobian (6, nv) of the end effector, rows [omega; v_origin] in the ground frame."""
+        Tf = self.frames(q)
+        J = np.zeros((self.n_closure + 6, self.nv))
+        K.jacobian(Tf, self.ety, self.eax, self.ev_elem, self.anc, self.welds, self.ee, np.ones(6),
+                   self.all_vars, J)
+        return np.vstack([J[-3:], J[-6:-3]])
+
+    def axes_world(self, q):
+        """(kind, unit axis in ground frame, point on axis) of every variable at q."""
+        Tf = self.frames(q)
+        out = []
+        for v in range(self.nv):
+            e = self.ev_elem[v]
+            F = Tf[e + 1]
+            out.append((self.variables[v]["kind"], F[:3, :3] @ self.eax[e], F[:3, 3].copy()))
+        return out
