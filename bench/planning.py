@@ -90,41 +90,53 @@ def run_robot(mbm, robot, args):
 def _stats(recs):
     valid = [r for r in recs if r["valid"]]
     solved = [r for r in valid if r["success"]]
-    t = np.array([r["planning_time_s"] + r["simplification_time_s"] for r in solved]) * 1e3
+    t = np.array([r["planning_time_s"] + r["simplification_time_s"] + r.get("validation_time_s", 0.0)
+                  for r in solved]) * 1e3
+    ps = np.array([r["planning_time_s"] + r["simplification_time_s"] for r in solved]) * 1e3
     def med(key, scale=1.0):
         return float(np.median([r[key] for r in solved]) * scale) if solved else float("nan")
     return dict(problems=len(recs), valid=len(valid), solved=len(solved),
                 median_ms=float(np.median(t)) if len(t) else float("nan"),
                 p95_ms=float(np.percentile(t, 95)) if len(t) else float("nan"),
+                median_ps_ms=float(np.median(ps)) if len(ps) else float("nan"),
+                p95_ps_ms=float(np.percentile(ps, 95)) if len(ps) else float("nan"),
                 median_plan_ms=med("planning_time_s", 1e3), median_simplify_ms=med("simplification_time_s", 1e3),
+                median_validate_ms=med("validation_time_s", 1e3) if solved and "validation_time_s" in solved[0]
+                else float("nan"),
                 median_length_rad=med("path_length_rad"),
                 colliding=sum(1 for r in solved if r.get("collides_at_0.005")))
+
+
+def _row(name, s):
+    return (f"| {name} | {s['problems']} | {s['valid']} | {s['solved']} | {s['median_ms']:.2f} | {s['p95_ms']:.2f} | "
+            f"{s['median_ps_ms']:.2f} | {s['p95_ps_ms']:.2f} | {s['median_plan_ms']:.2f} | "
+            f"{s['median_simplify_ms']:.2f} | {s['median_validate_ms']:.2f} | {s['median_length_rad']:.2f} | "
+            f"{s['colliding']} |")
 
 
 def table(results, meta):
     lines = [f"# manip_planning RRT-Connect on MotionBenchMaker ({meta['when']})", "",
              f"CPU: {meta['cpu']}, {meta['cores']} cores, load {meta['load_start']} -> {meta['load_end']} "
              f"(1-min average; other jobs share the machine). Time limit {meta['time_limit']} s, seed "
-             f"{meta['seed']}{', QUICK (10 problems per scenario)' if meta['quick'] else ''}. Times: planning + "
-             f"simplification (incl. the final re-check of the path at 0.005 rad), ms.", ""]
+             f"{meta['seed']}{', QUICK (10 problems per scenario)' if meta['quick'] else ''}. Times in ms: "
+             f"'plan+simplify' as VAMP measures it; 'total' adds the planner's own re-check of the final path "
+             f"every 0.005 rad (validate); the targets are judged on the total.", ""]
     for robot, recs in results.items():
-        lines += [f"## {robot}", "", "| scenario | problems | valid | solved | median ms | p95 ms | plan ms (median) "
-                  "| simplify ms (median) | path length rad (median) | colliding at 0.005 rad |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"## {robot}", "", "| scenario | problems | valid | solved | total median | total p95 | "
+                  "plan+simplify median | plan+simplify p95 | plan (median) | simplify (median) | validate (median) "
+                  "| path length rad (median) | colliding at 0.005 rad |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for sc in sorted({r["scenario"] for r in recs}):
             s = _stats([r for r in recs if r["scenario"] == sc])
-            lines.append(f"| {sc} | {s['problems']} | {s['valid']} | {s['solved']} | {s['median_ms']:.2f} | "
-                         f"{s['p95_ms']:.2f} | {s['median_plan_ms']:.2f} | {s['median_simplify_ms']:.2f} | "
-                         f"{s['median_length_rad']:.2f} | {s['colliding']} |")
+            lines.append(_row(sc, s))
         s = _stats(recs)
         v = VAMP[robot]
         frac = s["solved"] / max(s["valid"], 1)
-        lines.append(f"| **all** | {s['problems']} | {s['valid']} | {s['solved']} | {s['median_ms']:.2f} | "
-                     f"{s['p95_ms']:.2f} | {s['median_plan_ms']:.2f} | {s['median_simplify_ms']:.2f} | "
-                     f"{s['median_length_rad']:.2f} | {s['colliding']} |")
+        lines.append(_row("**all**", s))
         lines += ["", f"Against VAMP ({v['solved']}/{v['valid']} solved, median {v['median_ms']} ms, p95 "
-                      f"{v['p95_ms']} ms): median x{s['median_ms'] / v['median_ms']:.1f}, p95 "
-                      f"x{s['p95_ms'] / v['p95_ms']:.1f}. Targets: solved {100 * frac:.2f} % (>= 99.5 %: "
+                      f"{v['p95_ms']} ms): plan+simplify median x{s['median_ps_ms'] / v['median_ms']:.1f}, p95 "
+                      f"x{s['p95_ps_ms'] / v['p95_ms']:.1f}; total median x{s['median_ms'] / v['median_ms']:.1f}, p95 "
+                      f"x{s['p95_ms'] / v['p95_ms']:.1f}. Targets (total): solved {100 * frac:.2f} % (>= 99.5 %: "
                       f"{'PASS' if frac >= TARGET['solved_fraction'] else 'FAIL'}), median "
                       f"{'PASS' if s['median_ms'] <= TARGET['median_ms'] else 'FAIL'} (<= 2 ms), p95 "
                       f"{'PASS' if s['p95_ms'] <= TARGET['p95_ms'] else 'FAIL'} (<= 20 ms), colliding paths "

@@ -24,7 +24,8 @@ VALIDATE_RESOLUTION = 0.005
 @dataclass
 class PathPlan:
     """valid: start and goal are collision-free; success: path found; path (N, dof) rad from start to goal;
-    planning_time_s / simplification_time_s: wall times (s); path_length_rad: Euclidean joint length."""
+    planning_time_s / simplification_time_s / validation_time_s (the final re-check at the validation
+    resolution): wall times (s); path_length_rad: Euclidean joint length."""
 
     valid: bool
     success: bool
@@ -34,6 +35,7 @@ class PathPlan:
     path_length_rad: float = float("nan")
     message: str = ""
     iterations: int = 0
+    validation_time_s: float = 0.0
 
 
 def plan_path(checker, start, goal, planner=RRTConnect.name, time_limit_s=1.0, seed=0,
@@ -51,7 +53,7 @@ def plan_path(checker, start, goal, planner=RRTConnect.name, time_limit_s=1.0, s
                         message=f"{' and '.join(bad)} in collision")
     res = resolution_rad
     deadline = t0 + float(time_limit_s)
-    plan_time = simp_time = 0.0
+    plan_time = simp_time = check_time = 0.0
     iters = 0
     for attempt in range(4):
         ts = time.perf_counter()
@@ -66,15 +68,18 @@ def plan_path(checker, start, goal, planner=RRTConnect.name, time_limit_s=1.0, s
         if simplify_path:
             P = simplify(checker, P, res, corner_rounds=corner_rounds)
         P[0], P[-1] = q0, q1
+        simp_time += time.perf_counter() - ts
+        ts = time.perf_counter()
         ok = checker.first_colliding_segment(P, validate_resolution_rad) < 0
         if not ok and simplify_path:   # keep the raw search path when only the simplified one fails
             P = out.path
             ok = checker.first_colliding_segment(P, validate_resolution_rad) < 0
-        simp_time += time.perf_counter() - ts
+        check_time += time.perf_counter() - ts
         if ok:
-            return PathPlan(True, True, P, plan_time, simp_time, float(path_length(P)), iterations=iters)
+            return PathPlan(True, True, P, plan_time, simp_time, float(path_length(P)), iterations=iters,
+                            validation_time_s=check_time)
         res *= 0.25
         if time.perf_counter() > deadline:
             break
-    return PathPlan(True, False, None, plan_time, simp_time, iterations=iters,
+    return PathPlan(True, False, None, plan_time, simp_time, iterations=iters, validation_time_s=check_time,
                     message=f"every path found collided when re-checked at {validate_resolution_rad} rad")
