@@ -183,7 +183,7 @@ def ros(gt, tmp_path_factory):
     feeder = Feeder(env, logs)
     harness = Harness(domain, feeder)
     try:
-        _wait_for_log(proc, 'stereo_obstacles ready')
+        _wait_for_log(proc, 'stereo_obstacles ready', timeout=TIMEOUT)
         feeder.wait_ready()
         harness.wait_for_node()
         yield harness, proc, env, logs
@@ -418,7 +418,10 @@ def test_only_the_newest_pair_is_processed(ros, scene):
     while h.feeder.log_path.read_text().count('ran ') == ran and time.monotonic() < end:
         h.spin_for(0.02)
     fed = time.time()
-    h.spin_for(3.0)
+    # The newest frames finish within a few processing times (seconds on a loaded machine), then nothing.
+    last = '|'.join(f'{st.nanosec:09d}' for st in stamps[-2:])
+    _wait_for_log(proc, rf'frame 5000\.({last}):', timeout=TIMEOUT)
+    h.spin_for(2.0)
     log = proc.log_path.read_text()
     done = [(float(t), int(ns)) for t, ns in re.findall(r'\[DEBUG\] \[([0-9.]+)\] \[stereo_obstacles\]: frame 5000\.(\d+):',
                                                           log)]
@@ -451,7 +454,7 @@ def test_self_filter_in_the_node(gt, ros, camera, tmp_path):
     proc = _start_node(gt, env, tmp_path / 'self_filter.log', '-p', 'self_filter:=true',
                        '-p', f'urdf_path:={urdf}', '--log-level', 'stereo_obstacles:=debug')
     try:
-        _wait_for_log(proc, r'ready.*self-filter on')
+        _wait_for_log(proc, r'ready.*self-filter on', timeout=TIMEOUT)
         chain, robot = gt.robot_stand_in(model, gt.ROBOT_Q)
         objects = [o for o in gt.main_objects() if o.name != 'box_a']
         sc = gt.render_scene(camera, objects, tmp_path / 'scene', seed=3, extra_bodies=robot)
@@ -495,7 +498,7 @@ def test_regression_bags_replayed_into_the_node(gt, ros, regression_bags, tmp_pa
     proc = _start_node(gt, env, tmp_path / 'bags.log', '-p', 'self_filter:=true', '-p', f'urdf_path:={urdf}',
                        '-p', 'texture_threshold:=3.0', *use_tf)
     try:
-        _wait_for_log(proc, r'ready.*self-filter on')
+        _wait_for_log(proc, r'ready.*self-filter on', timeout=TIMEOUT)
         for bag in bags:
             records, truth = rb.read_bag(bag)
             frames, step = [], []
@@ -543,7 +546,7 @@ def test_camera_pose_from_tf_static(gt, ros, scene, tmp_path):
     proc = _start_node(gt, env, tmp_path / 'tf.log', '-p', 'camera_position:=[0.0, 0.0, 0.0]',
                        '-p', 'camera_orientation_xyzw:=[-0.5, 0.5, -0.5, 0.5]')
     try:
-        _wait_for_log(proc, r'ready.*camera pose from tf')
+        _wait_for_log(proc, r'ready.*camera pose from tf', timeout=TIMEOUT)
         ts = TransformStamped()
         ts.header.frame_id, ts.child_frame_id = 'base_link', cam.camera_frame
         ts.transform.translation.x, ts.transform.translation.y, ts.transform.translation.z = \
@@ -573,7 +576,7 @@ def truth_frames(truth):
 def test_sigterm_and_sim_time(gt, ros, tmp_path):
     _, _, env, _ = ros
     proc = _start_node(gt, env, tmp_path / 'sigterm.log', '-p', 'use_sim_time:=true')
-    _wait_for_log(proc, 'stereo_obstacles ready')
+    _wait_for_log(proc, 'stereo_obstacles ready', timeout=TIMEOUT)
     rc, log = _stop(proc, signal.SIGTERM)
     assert rc == 0, log
     assert 'Traceback' not in log and 'Failed to publish' not in log, log
