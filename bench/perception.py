@@ -310,7 +310,8 @@ def render_table(r, fB):
               'false positives |', '|---|---|---|---|---|---|']
     for name, s in r['accuracy'].items():
         lines.append(f"| {name} | {s['precision']:.2f} | {s['recall']:.2f} | {100 * s['centre_error_mean_m']:.1f} / "
-                     f"{100 * s['centre_error_max_m']:.1f} | {100 * s['size_error_max_m']:.1f} | {s['false_positives']} |")
+                     f"{100 * s['centre_error_max_m']:.1f} | {100 * s['size_error_max_m']:.1f} | "
+                     f"{s['false_positives']} |")
     lines += ['', f"Depth resolution for 0.25 px of disparity error, dZ = Z^2 dd / (f B) with f B = {fB:.1f} px m: "
               + ', '.join(f"{k}: {100 * v:.1f} cm" for k, v in r['depth_resolution_m'].items()) + '.', '']
     return '\n'.join(lines)

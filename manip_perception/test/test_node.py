@@ -423,8 +423,8 @@ def test_only_the_newest_pair_is_processed(ros, scene):
     _wait_for_log(proc, rf'frame 5000\.({last}):', timeout=TIMEOUT)
     h.spin_for(2.0)
     log = proc.log_path.read_text()
-    done = [(float(t), int(ns)) for t, ns in re.findall(r'\[DEBUG\] \[([0-9.]+)\] \[stereo_obstacles\]: frame 5000\.(\d+):',
-                                                          log)]
+    pattern = r'\[DEBUG\] \[([0-9.]+)\] \[stereo_obstacles\]: frame 5000\.(\d+):'
+    done = [(float(t), int(ns)) for t, ns in re.findall(pattern, log)]
     assert done, log[-2000:]
     order = [ns for _, ns in done]
     assert order == sorted(order) and len(set(order)) == len(order), order
