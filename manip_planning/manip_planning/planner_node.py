@@ -140,6 +140,8 @@ class PlannerNode(Node):
             return
         with self._lock:
             self.planner = planner
+        # numba compiles the sampling planner's kernels on first use (seconds with a cold cache): do it now
+        threading.Thread(target=planner.warm_up, name="planner-warm-up", daemon=True).start()
 
     def _on_joint_state(self, msg):
         with self._lock:

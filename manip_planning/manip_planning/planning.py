@@ -262,6 +262,31 @@ class Planner:
         res.planning_time = time.perf_counter() - t0
         return res
 
+    def warm_up(self):
+        """Compile (or load from numba's cache) the sampling planner's kernels now, not in the first request:
+        a few seconds cold; call it from a background thread at start-up. Never raises (logs instead)."""
+        try:
+            self._warm_up()
+        except Exception as e:  # noqa: BLE001 - a failed warm-up only means the first request compiles
+            log.warning("planner warm-up failed (%s: %s); the first plan compiles the kernels", type(e).__name__, e)
+
+    def _warm_up(self):
+        from .path_simplify import simplify
+        from .rrt_connect import RRTConnect
+        far = PlanningScene([Shape("sphere", (0.01,), pose_matrix((1e3, 1e3, 1e3)), "warm-up")])
+        ch = CollisionChecker(self.collision_model, far, backend=self.s.backend)
+        lo = np.where(np.isfinite(self.model.joint_lower), self.model.joint_lower, -1.0)
+        hi = np.where(np.isfinite(self.model.joint_upper), self.model.joint_upper, 1.0)
+        q0, q1 = lo + 0.4 * (hi - lo), lo + 0.6 * (hi - lo)
+        RRTConnect(ch, max_nodes=16).solve(q0, q1, 0.01, 0)
+        from .rrt_connect import grow
+        t = np.zeros((2, 4, len(q0)))
+        t[0, 0], t[1, 0] = q0, q1
+        grow(ch.ca, lo, hi, t, np.full((2, 4), -1, dtype=np.int64), np.ones(2, dtype=np.int64), 1.0, 1.0, 1,
+             np.zeros(4, dtype=np.int64), True)
+        simplify(ch, np.array([q0, 0.5 * (q0 + q1), q1]))
+        ch.first_colliding_segment(np.array([q0, q1]), 0.5)
+
     def planning_scene(self, scene, inflate_m):
         """PlanningScene of the obstacles (boxes, spheres) grown by inflate_m, and the floor as a slab."""
         shapes = []

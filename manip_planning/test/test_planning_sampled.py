@@ -22,6 +22,7 @@ def test_default_planner_threads_the_shelf(ur5, demo):
     q_b = ur5.analytic_ik().solve(demo.tool_down(demo.PLACE + [0, 0, 0.13]), near=q_a)[0][0]
     obstacles = shelf_scene(demo)
     planner = Planner(ur5, PlannerSettings(planning_time_limit=5.0))
+    planner.warm_up()   # what the planner node runs in the background at start-up
     res = planner.plan(PlanRequest(start=q_a, goal_joints=q_b, avoid_obstacles=True), obstacles)
     assert res.success, res.message
     assert res.method == "rrt_connect"
