@@ -184,7 +184,11 @@ class SimBridge(Node):
         stamp = stamp_from_seconds(0.0)
         c = self.camera
         frames = []
-        if p["world_frame"] and p["world_frame"] != p["base_frame"]:
+        urdf_links = getattr(getattr(self.world.model, "tree", None), "links", {}) or {}
+        if p["world_frame"] in urdf_links:  # the robot description has it: the state publisher's to publish
+            self.get_logger().info(f"world_frame '{p['world_frame']}' is a link of the robot's URDF: not published "
+                                   f"here (robot_state_publisher / state_publisher does)")
+        elif p["world_frame"] and p["world_frame"] != p["base_frame"]:
             world_T_base = pose_matrix(self.scene.robot.base_position, self.scene.robot.base_orientation_xyzw)
             frames.append((p["world_frame"], p["base_frame"], world_T_base))
         base_T_left = c.pose(False)
