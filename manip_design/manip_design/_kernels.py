@@ -184,8 +184,24 @@ def _maxabs(r):
 
 
 @nb.njit(**_OPTS)
+def _bound(x, lo, hi, revolute):
+    """x within [lo, hi]: a revolute angle past a limit is first wrapped by 2 pi (same pose) when that lands
+    inside the range, else clipped."""
+    if x > hi:
+        if revolute and lo <= x - 2.0 * math.pi <= hi:
+            return x - 2.0 * math.pi
+        return hi
+    if x < lo:
+        if revolute and lo <= x + 2.0 * math.pi <= hi:
+            return x + 2.0 * math.pi
+        return lo
+    return x
+
+
+@nb.njit(**_OPTS)
 def solve_lm(ep, eT, ety, eax, ev, ev_elem, anc, welds, ee, Tt, wt, free, lo, hi, q, nrows, tol, max_iter):
-    """Levenberg-Marquardt on q[free] (in place, clipped to [lo, hi]) until max |residual| <= tol.
+    """Levenberg-Marquardt on q[free] (in place, clipped to [lo, hi]) until max |residual| <= tol
+    (revolute angles wrapped by 2 pi into their range where possible).
 
     Returns (max |residual|, iterations)."""
     nf = ep.shape[0] + 1
@@ -220,12 +236,7 @@ def solve_lm(ep, eT, ety, eax, ev, ev_elem, anc, welds, ee, Tt, wt, free, lo, hi
         dx = np.linalg.solve(B, -g)
         for k in range(n):
             v = free[k]
-            x = q[v] + dx[k]
-            if x < lo[v]:
-                x = lo[v]
-            elif x > hi[v]:
-                x = hi[v]
-            qn[v] = x
+            qn[v] = _bound(q[v] + dx[k], lo[v], hi[v], ety[ev_elem[v]] == 1)
         frames(ep, eT, ety, eax, ev, qn, Tf)
         residual(Tf, welds, ee, Tt, wt, rn)
         cn = np.dot(rn, rn)
@@ -270,12 +281,7 @@ def solve_ccd(ep, eT, ety, eax, ev, ev_elem, anc, welds, ee, Tt, wt, free, lo, h
                 num += col[i, 0] * r[i]
                 den += col[i, 0] * col[i, 0]
             v = free[k]
-            x = q[v] - num / den
-            if x < lo[v]:
-                x = lo[v]
-            elif x > hi[v]:
-                x = hi[v]
-            q[v] = x
+            q[v] = _bound(q[v] - num / den, lo[v], hi[v], ety[ev_elem[v]] == 1)
             frames(ep, eT, ety, eax, ev, q, Tf)
             residual(Tf, welds, ee, Tt, wt, r)
     return _maxabs(r), sweeps

@@ -178,7 +178,7 @@ def build_parser():
     sp.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"), help="target (m)")
     sp.add_argument("--rpy", type=float, nargs=3, metavar=("R", "P", "Y"), help="target orientation (rad)")
     sp.add_argument("--method", choices=("lm", "ccd"), default="lm")
-    sp.add_argument("--restarts", type=int, default=5)
+    sp.add_argument("--restarts", type=int, default=10)
     sp.set_defaults(fn=cmd_ik)
     sp = common(sub.add_parser("synthesize", help="free lengths from target points"))
     sp.add_argument("--targets", required=True, help="file of x y z lines (m) or a JSON list")

@@ -165,12 +165,26 @@ class Mechanism:
 
     # ------------------------------------------------------------------------------------- FK
     def fk(self, actuated, seed=None, tol=1e-10, max_iter=100):
-        """End-effector pose for the actuated values (sequence in ``actuated_names`` order or dict)."""
+        """End-effector pose for the actuated values (sequence in ``actuated_names`` order or dict), passive
+        joints solved by LM from the seed (default: the home assembly); when that does not close, by
+        continuation from the seed's actuator values in 4, 16, 64 steps (following the seed's branch)."""
         a = self._act_vector(actuated)
         q = (self.q_home if seed is None else np.asarray(seed, float)).copy()
         q[self.actuated] = a
         if len(self.welds):
+            q0 = q.copy()
             err, it = self._solve(q, self.passive, self._eye, self._no_target, self.n_closure, tol, max_iter)
+            steps = 4
+            while err > max(tol, 1e-9) and steps <= 64:
+                # continuation: move the actuators from the seed's values in small steps, so the passive
+                # joints follow the seed's assembly branch instead of jumping (or failing) in one LM solve
+                q = q0.copy()
+                a0 = q0[self.actuated].copy()
+                for k in range(1, steps + 1):
+                    q[self.actuated] = a0 + (a - a0) * (k / steps)
+                    err, i2 = self._solve(q, self.passive, self._eye, self._no_target, self.n_closure, tol, max_iter)
+                    it += i2
+                steps *= 4
         else:
             err, it = 0.0, 0
         T = self.frames(q)[self.ee]
@@ -182,7 +196,7 @@ class Mechanism:
 
     # ------------------------------------------------------------------------------------- IK
     def ik(self, xyz, rpy=None, seed=None, method="lm", tol_position_m=1e-6, tol_rotation_rad=1e-6,
-           restarts=5, max_iter=None):
+           restarts=10, max_iter=None):
         """Actuator values that put the end effector at xyz (m) [and orientation rpy (rad), R = Rz Ry Rx]."""
         xyz = np.asarray(xyz, dtype=float).reshape(-1)
         if xyz.shape != (3,) or not np.all(np.isfinite(xyz)):
@@ -199,16 +213,16 @@ class Mechanism:
                                   self.source)
             Tt[:3, :3] = rpy_to_matrix(*rpy)
         if max_iter is None:
-            max_iter = 200 if method == "lm" else 2000
+            max_iter = 200 if method == "lm" else 500
         nrows = self.n_closure + 6
         q = (self.q_home if seed is None else np.asarray(seed, float)).copy()
         total, used = 0, 0
         res = None
         for attempt in range(restarts + 1):
-            if attempt:
+            if attempt:  # restart from an assembled configuration at random actuator values
                 used += 1
-                q = self.q_home.copy()
-                q[self.actuated] = self._random(self.actuated)
+                fk = self.fk(self._random(self.actuated))
+                q = fk.q if fk.success else self.q_home.copy()
             _err, it = self._solve(q, self.all_vars, Tt, wt, nrows, 1e-12, max_iter, method)
             total += it
             res = self._check(q, Tt, rpy is not None, tol_position_m, tol_rotation_rad)

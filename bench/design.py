@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Benchmark of manip_design on its shipped examples, side by side with the MPERL paper's figures.
+
+    python bench/design.py            # 1,000 random reachable targets per example
+    python bench/design.py --quick    # 100 targets
+
+Per example (scara, dual_scara, delta, stewart): setup (parse + compile + home assembly, warm numba cache),
+FK time per call (passive joints solved from the home assembly), IK time per call and honest success
+(FK of the answer from the home assembly reaches the target within 1e-6 m / 1e-6 rad) by Levenberg-Marquardt
+and by cyclic coordinate descent, on random reachable targets (random actuator values within the limits whose
+FK closes; position + orientation for the SCARA and the Stewart platform, position for the five-bar and the
+Delta, whose orientation is fixed by the mechanism), and the SymPy generation time without and with the
+disk cache. MPERL (Table I/II of the paper): setup 316-1,366 ms, FK 44-273 ms, IK 52-1,287 ms per call;
+the speed-up columns divide the paper's fastest figure by ours (a lower bound). It is a benchmark, not a
+test: nothing is asserted. Writes bench/results/design-YYYYMMDD-HHMM[-quick].md/.json (+ design-latest.md).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from results_io import save_results  # noqa: E402
+
+ROOT = HERE.parent
+try:
+    import manip_design  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(ROOT / "manip_design"))
+from manip_design import parse_file  # noqa: E402
+from manip_design.serial import _rpy  # noqa: E402
+from manip_design.symbolic import generate  # noqa: E402
+
+EX = ROOT / "manip_design" / "manip_design" / "examples"
+EXAMPLES = ["scara", "dual_scara", "delta", "stewart"]
+WITH_ORIENTATION = {"scara": True, "dual_scara": False, "delta": False, "stewart": True}
+PAPER = {"setup_ms": (316, 1366), "fk_ms": (44, 273), "ik_ms": (52, 1287)}
+
+
+def log(msg):
+    print(f"[design bench] {msg}", file=sys.stderr, flush=True)
+
+
+def targets_for(m, n, rng):
+    acts, poses = [], []
+    lo = np.where(np.isfinite(m.lo[m.actuated]), m.lo[m.actuated], -np.pi)
+    hi = np.where(np.isfinite(m.hi[m.actuated]), m.hi[m.actuated], np.pi)
+    tries = 0
+    while len(acts) < n and tries < 50 * n:
+        tries += 1
+        a = rng.uniform(lo, hi)
+        fk = m.fk(a)
+        if fk.success:
+            acts.append(a)
+            poses.append(fk.pose)
+    return np.array(acts), poses, tries
+
+
+def bench_example(name, n, rng):
+    path = EX / f"{name}.mrs"
+    parse_file(path).compile()  # warm (numba cache, imports)
+    setup = []
+    for _ in range(10):
+        t = time.perf_counter()
+        m = parse_file(path).compile()
+        setup.append(time.perf_counter() - t)
+    acts, poses, tries = targets_for(m, n, rng)
+    t = time.perf_counter()
+    for a in acts:
+        m.fk(a)
+    fk_s = (time.perf_counter() - t) / len(acts)
+    rot = WITH_ORIENTATION[name]
+    out = {"example": name, "setup_ms": 1e3 * float(np.median(setup)), "fk_ms": 1e3 * fk_s,
+           "targets": len(acts), "samples_drawn": tries, "dof": len(m.actuated), "joint_values": m.nv}
+    for method, count in (("lm", len(poses)), ("ccd", min(len(poses), 100 if len(poses) >= 1000 else 30))):
+        ok, its, errs = 0, [], []
+        t = time.perf_counter()
+        for T in poses[:count]:
+            r = m.ik(T[:3, 3], _rpy(T[:3, :3]) if rot else None, method=method)
+            ok += r.success
+            its.append(r.iterations)
+            errs.append(r.position_error_m)
+        dt = (time.perf_counter() - t) / count
+        out[f"ik_{method}_ms"] = 1e3 * dt
+        out[f"ik_{method}_success"] = ok / count
+        out[f"ik_{method}_targets"] = count
+        out[f"ik_{method}_iterations_median"] = float(np.median(its))
+        out[f"ik_{method}_position_error_max_m"] = float(np.max(errs))
+        log(f"{name}: IK {method} {ok}/{count} in {1e3 * dt:.3f} ms per call")
+    with tempfile.TemporaryDirectory() as d:
+        os.environ["MANIP_DESIGN_CACHE"] = d
+        g = generate(m)
+        g2 = generate(m)
+        out["codegen_cold_s"] = g.seconds
+        out["codegen_cached_s"] = g2.seconds
+        q = m.q_home
+        t = time.perf_counter()
+        for _ in range(200):
+            g.fk(q)
+        out["generated_fk_us"] = 1e6 * (time.perf_counter() - t) / 200
+    log(f"{name}: setup {out['setup_ms']:.2f} ms, FK {out['fk_ms']:.4f} ms, codegen {out['codegen_cold_s']:.2f} s "
+        f"/ cached {out['codegen_cached_s'] * 1e3:.1f} ms")
+    return out
+
+
+def table(rows, quick, when):
+    lines = [f"# manip_design benchmark ({when:%Y-%m-%d %H:%M} UTC{', quick' if quick else ''})", "",
+             f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} logical cores, load average at "
+             f"end {os.getloadavg()[0]:.1f}; Python {platform.python_version()}, numpy {np.__version__}.", "",
+             "MPERL paper (Table I/II): setup 316-1,366 ms, FK 44-273 ms, IK 52-1,287 ms per call. Speed-up = the "
+             "paper's fastest figure / ours.", "",
+             "| example | DOF | setup ms | FK ms | IK (LM) ms | IK (LM) success | IK (CCD) ms | IK (CCD) success | "
+             "setup x | FK x | IK x | codegen s (cold / cached) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['example']} | {r['dof']} | {r['setup_ms']:.2f} | {r['fk_ms']:.4f} | {r['ik_lm_ms']:.3f} | "
+            f"{100 * r['ik_lm_success']:.1f} % of {r['targets']} | {r['ik_ccd_ms']:.2f} | "
+            f"{100 * r['ik_ccd_success']:.1f} % of {r['ik_ccd_targets']} | "
+            f"{PAPER['setup_ms'][0] / r['setup_ms']:.0f} | {PAPER['fk_ms'][0] / r['fk_ms']:.0f} | "
+            f"{PAPER['ik_ms'][0] / r['ik_lm_ms']:.0f} | {r['codegen_cold_s']:.2f} / {r['codegen_cached_s']:.4f} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="100 targets instead of 1,000")
+    ap.add_argument("--examples", nargs="+", default=EXAMPLES, choices=EXAMPLES)
+    ap.add_argument("--no-save", action="store_true")
+    args = ap.parse_args()
+    n = 100 if args.quick else 1000
+    rng = np.random.default_rng(0)
+    when = _dt.datetime.now(_dt.timezone.utc)
+    rows = []
+    for name in args.examples:
+        log(f"{name}: {n} targets")
+        rows.append(bench_example(name, n, rng))
+    text = table(rows, args.quick, when)
+    print(text)
+    if not args.no_save:
+        for w in save_results("design", text, {"rows": rows, "paper": PAPER, "quick": args.quick}, args.quick,
+                              when):
+            log(f"wrote {w}")
+
+
+if __name__ == "__main__":
+    main()
