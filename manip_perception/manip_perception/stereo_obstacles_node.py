@@ -11,7 +11,8 @@ optical frame), ``obstacles`` (manip_msgs/ObstacleArray in ``base_frame``, stamp
 
 Optional self-filter (parameter ``self_filter``, off by default): the robot model comes from
 manip_core's RobotModelSource (``urdf_path`` / ``robot_description`` parameters or topic) and the joint
-values from ``joint_states``; points near the links are dropped before clustering.
+values from ``joint_states`` (the message whose stamp is nearest to the images'); points near the links are
+dropped before clustering.
 
 The maths is in image_conversion, stereo, voxel_grid, support_plane, obstacles, tracking, tf_buffer and
 pairing (no rclpy there).
@@ -22,6 +23,7 @@ publisher of the images (sim_bridge, a bag player) and this node (for its dispar
 large-segment profile; main() applies it (manip_core.ros.transport.use_large_data_profile) unless the user
 set FASTDDS_DEFAULT_PROFILES_FILE / FASTRTPS_DEFAULT_PROFILES_FILE or another middleware.
 """
+import collections
 import dataclasses
 import math
 import time
@@ -224,6 +226,7 @@ class StereoObstaclesNode(Node):
 
         self._robot = None
         self._joint_positions = {}
+        self._joint_history = collections.deque(maxlen=500)  # (stamp s, {name: position}) per joint_states
         if self.config.values['self_filter']:
             self._setup_self_filter()
 
@@ -345,14 +348,26 @@ class StereoObstaclesNode(Node):
         for name, pos in zip(msg.name, msg.position):
             if math.isfinite(pos):
                 self._joint_positions[name] = pos
+        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        if t > 0:
+            self._joint_history.append((t, dict(self._joint_positions)))
 
-    def _link_points(self):
-        """Origins of the base and of every link of the chain in the base frame, or None."""
+    def _joints_at(self, stamp):
+        """Joint positions of the joint_states whose stamp is nearest to the images' (the arm moves: the
+        latest message may be newer or older than the images); the latest ones when none is stamped."""
+        t = stamp.sec + stamp.nanosec * 1e-9
+        if not self._joint_history or t <= 0:
+            return self._joint_positions
+        return min(self._joint_history, key=lambda e: abs(e[0] - t))[1]
+
+    def _link_points(self, stamp):
+        """Origins of the base and of every link of the chain in the base frame at the images' stamp, or None."""
         model = self._robot.model if self._robot is not None else None
         if model is None:
             return None
+        joints = self._joints_at(stamp)
         try:
-            q = np.array([self._joint_positions[n] for n in model.joint_names])
+            q = np.array([joints[n] for n in model.joint_names])
         except KeyError:
             self._reject('no_joint_states', 'self-filter skipped: joint_states not (fully) received yet',
                           count=False)
@@ -457,7 +472,7 @@ class StereoObstaclesNode(Node):
         if pose_source == 'default':
             params = dataclasses.replace(params,
                                          plane_max_tilt_deg=self.config.values['plane_max_tilt_deg_without_pose'])
-        det = detect_obstacles(points, params, self._link_points(), T_cam)
+        det = detect_obstacles(points, params, self._link_points(header.stamp), T_cam)
         self._log_plane(det.plane_detection)
         obstacles = self._tracker.update(det.obstacles)
         t4 = time.perf_counter()

@@ -404,8 +404,8 @@ def test_no_support_plane_is_logged(ros, gt, camera, tmp_path):
 
 def test_only_the_newest_pair_is_processed(ros, scene):
     """Frames at 30 Hz, faster than this node processes them on 2 loaded cores: it skips frames instead of
-    queueing them. The frames it processes come in stamp order, at most two finish after the last frame
-    was sent (the one in progress and the newest waiting pair), and the newest frame is among them."""
+    queueing them. The frames it processes come in stamp order, at most three finish after the last frame
+    was sent, and the newest frame is among them."""
     h, proc, _, _ = ros
     n = 15
     stamps = [_stamp(5000, k * 33_333_333) for k in range(n)]
@@ -429,7 +429,9 @@ def test_only_the_newest_pair_is_processed(ros, scene):
     order = [ns for _, ns in done]
     assert order == sorted(order) and len(set(order)) == len(order), order
     after = [ns for t, ns in done if t > fed]
-    assert len(after) <= 2, (len(done), after)
+    # One in progress, the newest pair waiting, and on a heavily loaded machine one more whose images the
+    # middleware delivered late (a queue would give up to a dozen: 11 measured with depth 10).
+    assert len(after) <= 3, (len(done), after)
     assert max(order) >= stamps[-2].nanosec, order
     assert len(done) <= n
 
@@ -507,6 +509,8 @@ def test_regression_bags_replayed_into_the_node(gt, ros, regression_bags, tmp_pa
                 if key == 'tf_static':
                     continue
                 step.append((key, raw))
+                if key == 'joint_states':  # reliable, the images best effort: let it arrive first
+                    step.append(('sleep', 0.3))
                 if key == 'right':  # the last message of a frame (bag order: joints, infos, images)
                     frames.append(tf_static + step)
                     step = []
