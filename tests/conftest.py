@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 UR5_URDF = ROOT / "manip_core" / "manip_core" / "robots" / "ur5.urdf"
 REAL_LAUNCH = ROOT.parent / "shared" / "tools" / "real-launch"
+# the tool's cache (tools once, then the colcon build of this checkout) inside this checkout's build/, so
+# that other checkouts using the tool at the same time cannot rebuild the workspace under a running test
+REAL_LAUNCH_CACHE = ROOT / "build" / "real-launch"
 
 
 class NodeProcess:
@@ -145,7 +148,8 @@ def ros_client(ros_domain):
 
 @pytest.fixture(scope="session")
 def real_launch(tmp_path_factory):
-    """Path of the real-launch runner, after one build of the tool and the workspace per test run."""
+    """Path of the real-launch runner, after one build of the tool and the workspace per test run (cache:
+    REAL_LAUNCH_CACHE; run the tool with that variable set)."""
     tool = REAL_LAUNCH / "ros2-launch"
     if not tool.exists():
         pytest.skip(f"{REAL_LAUNCH} is missing (the shared real-launch tool: ../shared next to the checkout)")
@@ -155,7 +159,8 @@ def real_launch(tmp_path_factory):
     log = work / "build.log"
     empty = work / "empty.launch.xml"   # builds the tools cache and the workspace, then ends at once
     empty.write_text("<launch>\n</launch>\n")
-    env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               REAL_LAUNCH_CACHE=str(REAL_LAUNCH_CACHE))
     print(f"real-launch: building the tools cache (once) and the workspace (log {log})", file=sys.stderr)
     with open(log, "w") as f:
         res = subprocess.run([str(tool), str(empty)], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=f,

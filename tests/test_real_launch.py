@@ -42,7 +42,8 @@ def _group_alive(pgid):
 
 def stop_cycle(tool, delay_s, how, log_path):
     """Start the launch file, signal it delay_s later, wait for the end; (launch status, log text)."""
-    env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               REAL_LAUNCH_CACHE=str(ROOT / "build" / "real-launch"))  # the cache the real_launch fixture built
     with open(log_path, "w") as log:
         p = subprocess.Popen([str(tool), "--no-build", str(LAUNCH)], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
