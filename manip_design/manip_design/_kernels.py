@@ -216,6 +216,7 @@ def solve_lm(ep, eT, ety, eax, ev, ev_elem, anc, welds, ee, Tt, wt, free, lo, hi
     cost = np.dot(r, r)
     lam = 1e-3
     it = 0
+    stall = 0
     if n == 0:
         return _maxabs(r), 0
     need_j = True
@@ -244,7 +245,11 @@ def solve_lm(ep, eT, ety, eax, ev, ev_elem, anc, welds, ee, Tt, wt, free, lo, hi
             for k in range(n):
                 q[free[k]] = qn[free[k]]
             r[:] = rn
+            # stalled (e.g. pressed against a joint limit): 8 accepted steps in a row that gain < 1e-9
+            stall = stall + 1 if cost - cn < 1e-9 * cost else 0
             cost = cn
+            if stall >= 8:
+                break
             lam = max(lam * 0.2, 1e-12)
             need_j = True
         else:

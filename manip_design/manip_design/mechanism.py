@@ -169,26 +169,29 @@ class Mechanism:
         joints solved by LM from the seed (default: the home assembly); when that does not close, by
         continuation from the seed's actuator values in 4, 16, 64 steps (following the seed's branch)."""
         a = self._act_vector(actuated)
+        q, err, it = self._fk_q(a, seed, tol, max_iter)
+        return FKResult(self.frames(q)[self.ee], q, bool(err <= max(tol, 1e-9)), float(err), int(it))
+
+    def _fk_q(self, a, seed=None, tol=1e-10, max_iter=100):
+        """(q, closure error, iterations) of FK without input checks."""
         q = (self.q_home if seed is None else np.asarray(seed, float)).copy()
         q[self.actuated] = a
-        if len(self.welds):
-            q0 = q.copy()
-            err, it = self._solve(q, self.passive, self._eye, self._no_target, self.n_closure, tol, max_iter)
-            steps = 4
-            while err > max(tol, 1e-9) and steps <= 64:
-                # continuation: move the actuators from the seed's values in small steps, so the passive
-                # joints follow the seed's assembly branch instead of jumping (or failing) in one LM solve
-                q = q0.copy()
-                a0 = q0[self.actuated].copy()
-                for k in range(1, steps + 1):
-                    q[self.actuated] = a0 + (a - a0) * (k / steps)
-                    err, i2 = self._solve(q, self.passive, self._eye, self._no_target, self.n_closure, tol, max_iter)
-                    it += i2
-                steps *= 4
-        else:
-            err, it = 0.0, 0
-        T = self.frames(q)[self.ee]
-        return FKResult(T, q, bool(err <= max(tol, 1e-9)), float(err), int(it))
+        if not len(self.welds):
+            return q, 0.0, 0
+        q0 = q.copy()
+        err, it = self._solve(q, self.passive, self._eye, self._no_target, self.n_closure, tol, max_iter)
+        steps = 4
+        while err > max(tol, 1e-9) and steps <= 64:
+            # continuation: move the actuators from the seed's values in small steps, so the passive
+            # joints follow the seed's assembly branch instead of jumping (or failing) in one LM solve
+            q = q0.copy()
+            a0 = q0[self.actuated].copy()
+            for k in range(1, steps + 1):
+                q[self.actuated] = a0 + (a - a0) * (k / steps)
+                err, i2 = self._solve(q, self.passive, self._eye, self._no_target, self.n_closure, tol, max_iter)
+                it += i2
+            steps *= 4
+        return q, err, it
 
     def pose(self, q):
         """End-effector pose (4, 4) for a full joint vector q (no closure solved)."""
@@ -234,12 +237,13 @@ class Mechanism:
 
     def _check(self, q, Tt, with_rot, tol_p, tol_r):
         """Honest success: FK of q's actuator values from the home assembly must reach the target."""
-        fk = self.fk(q[self.actuated])
-        T = fk.pose
-        pe = float(np.linalg.norm(T[:3, 3] - Tt[:3, 3]))
+        _qf, err, _it = self._fk_q(q[self.actuated])
+        T = self.frames(_qf)[self.ee]
+        d = T[:3, 3] - Tt[:3, 3]
+        pe = math.sqrt(d @ d)
         re_ = _rot_angle(T[:3, :3], Tt[:3, :3]) if with_rot else 0.0
-        if not fk.success:
-            return False, pe, re_, f"FK of the solution does not close (closure error {fk.closure_error:.3g})", T
+        if err > 1e-9:
+            return False, pe, re_, f"FK of the solution does not close (closure error {err:.3g})", T
         if pe > tol_p or re_ > tol_r:
             return False, pe, re_, (f"target missed: position error {pe:.3g} m, rotation error {re_:.3g} rad "
                                     "(unreachable, or reached only on another assembly branch)"), T
