@@ -4,16 +4,16 @@
     python bench/design.py            # 1,000 random reachable targets per example
     python bench/design.py --quick    # 100 targets
 
-Per example (scara, dual_scara, delta, stewart): setup (parse + compile + home assembly, warm numba cache),
-FK time per call (passive joints solved from the home assembly), IK time per call and honest success
-(FK of the answer from the home assembly reaches the target within 1e-6 m / 1e-6 rad) by Levenberg-Marquardt
-and by cyclic coordinate descent, on random reachable targets (random actuator values within the limits whose
-FK closes, by default in the central 60 % of each range; position + orientation for the SCARA and the Stewart platform, position for the five-bar and the
-Delta, whose orientation is fixed by the mechanism), and the SymPy generation time without and with the
-disk cache. MPERL (Table I/II of the paper): setup 316-1,366 ms, FK 44-273 ms, IK 52-1,287 ms per call;
-the speed-up columns divide the paper's fastest figure by ours (a lower bound). It is a benchmark, not a
-test: nothing is asserted. Writes bench/results/design-YYYYMMDD-HHMM[-quick].md/.json (+ design-latest.md).
-"""
+Per example (scara, dual_scara, delta, stewart): setup (parse + compile + home assembly, warm numba cache), FK
+time per call (passive joints solved from the home assembly), IK time per call and honest success (FK of the
+answer from the home assembly reaches the target within 1e-6 m / 1e-6 rad) by Levenberg-Marquardt and by cyclic
+coordinate descent, on random reachable targets (random actuator values within the limits whose FK closes, by
+default in the central 60 % of each range; position + orientation for the SCARA and the Stewart platform,
+position for the five-bar and the Delta, whose orientation is fixed by the mechanism), and the SymPy generation
+time without and with the disk cache. MPERL (Table I/II of the paper): setup 316-1,366 ms, FK 44-273 ms, IK
+52-1,287 ms per call; the speed-up columns divide the paper's fastest figure by ours (a lower bound). It is a
+benchmark, not a test: nothing is asserted. Writes bench/results/design-YYYYMMDD-HHMM[-quick].md/.json (+
+design-latest.md)."""
 from __future__ import annotations
 
 import argparse
@@ -126,7 +126,8 @@ def table(rows, quick, when, fraction):
              f"Targets: FK of actuator values uniform in the central {100 * fraction:.0f} % of each actuator's range "
              "(assembled from the home configuration); success = FK of the IK answer from the home assembly "
              "reaches the target within 1e-6 m (and 1e-6 rad for scara/stewart).", "",
-             "| example | DOF | setup ms | FK ms | IK (LM) ms mean / median | IK (LM) success | IK (CCD) ms | IK (CCD) success | "
+             "| example | DOF | setup ms | FK ms | IK (LM) ms mean / median | IK (LM) success | IK (CCD) ms | "
+             "IK (CCD) success | "
              "setup x | FK x | IK x | codegen s (cold / cached) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -159,8 +160,8 @@ def main():
     text = table(rows, args.quick, when, args.range_fraction)
     print(text)
     if not args.no_save:
-        for w in save_results("design", text, {"rows": rows, "paper": PAPER, "quick": args.quick, "range_fraction": args.range_fraction}, args.quick,
-                              when):
+        raw = {"rows": rows, "paper": PAPER, "quick": args.quick, "range_fraction": args.range_fraction}
+        for w in save_results("design", text, raw, args.quick, when):
             log(f"wrote {w}")
 
 

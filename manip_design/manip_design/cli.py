@@ -102,8 +102,8 @@ def cmd_ik(args, out):
     if not args.json:
         for k, v in r.actuated.items():
             out.write(f"{k} = {v:.9g}\n")
-        out.write(("reached" if r.success else f"NOT reached: {r.message}") +
-                  f" (position error {r.position_error_m:.3g} m, checked by FK from the home assembly)\n")
+        out.write(f"reached (position error {r.position_error_m:.3g} m, checked by FK from the home assembly)\n"
+                  if r.success else f"NOT reached: {r.message}\n")
     return d, 0 if r.success else 1
 
 

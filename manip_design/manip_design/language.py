@@ -250,7 +250,6 @@ class Parser:
                 self.structure.end_effector = (chain.last, t)
             self.end_of_statement()
             return
-        # a bare structure expression (e.g. a chain without a name) is allowed but must be anchored later
         raise self.err(f"expected 'param', 'NAME = ...', Anchor(...) or EndEffector(...), got {t.text!r}", t)
 
     def end_of_statement(self):
@@ -354,8 +353,6 @@ class Parser:
                 while self.accept(","):
                     items.append(self.expr())
                 self.expect(")")
-                if len(items) != 3 and not all(i.params() == set() and False for i in items):
-                    return ("tuple", items, t)
                 return ("tuple", items, t)
             self.i = save
         return ("expr", self.expr(), t)

@@ -5,10 +5,11 @@ once), J joints of f_i freedoms, lambda = 6 in space and 3 for planar or spheric
 the joint axes at the home assembly: all revolute axes parallel and prismatic axes normal to them, or all
 revolute axes through one point and no prismatic joint).
 
-The count ignores geometry, so it is checked against the rank of the loop-closure Jacobian C at the home
-assembly (moved slightly off home, which is often singular): instantaneous mobility = n_q - rank(C); with the actuators locked, n_passive - rank(C_passive)
-passive motions remain (idle freedoms such as a strut spinning between two spherical joints, or an
-under-actuated design); the end effector moves in rank(J_ee Z) directions (Z a basis of null(C)).
+The count ignores geometry, so it is checked against the rank of the loop-closure Jacobian C at a generic
+assembly (the actuators moved slightly off home, which is often singular): instantaneous mobility =
+n_q - rank(C); with the actuators locked, n_passive - rank(C_passive) passive motions remain (idle
+freedoms such as a strut spinning between two spherical joints, or an under-actuated design); the end
+effector moves in rank(J_ee Z) directions (Z a basis of null(C)).
 """
 from __future__ import annotations
 

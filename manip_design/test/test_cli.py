@@ -25,7 +25,8 @@ def test_entry_point_user_error_in_a_subprocess():
     p = subprocess.run([sys.executable, "-m", "manip_design.cli", "dof", str(EX / "nope.mrs"), "--json"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
-    assert p.stderr.strip() == f"manip-design: {EX / 'nope.mrs'}: cannot read the structure file: No such file or directory"
+    expected = f"manip-design: {EX / 'nope.mrs'}: cannot read the structure file: No such file or directory"
+    assert p.stderr.strip() == expected
 
 
 def last_json(out):
@@ -58,6 +59,9 @@ def test_urdf_synthesize_codegen(tmp_path):
     assert rc == 0 and d["success"] and set(d["params"]) == {"l1", "l2"}
     rc, out, _ = run("codegen", EX / "dual_scara.mrs", "--no-cache", "--json")
     assert rc == 0 and last_json(out)["functions"][:2] == ["fk", "jacobian"]
+    rc, out, _ = run("plot", EX / "stewart.mrs", "-o", tmp_path / "stewart.png", "--actuated", *[1.1] * 6)
+    png = (tmp_path / "stewart.png").read_bytes()
+    assert rc == 0 and png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000
 
 
 @pytest.mark.parametrize("args, words", [
