@@ -52,8 +52,8 @@ NOISE_RAD = 1e-3
 PAYLOAD_KG = 1.5
 KALMAN_PSD = 10.0          # rad^2/s^3: white-acceleration PSD of the Kalman estimator
 ADAPTIVE_DEAD_ZONE = 2.0   # rad/s: adaptive's dead zone in the noise conditions (~3 sigma of |s| from the noise)
-CONDITIONS = ("exact", "payload", "inertia+friction", "noise", "noise+kalman")
-LAWS = ("pd", "pid", "computed_torque", "computed_torque_i", "robust", "adaptive", "osc", "osc (position task)")
+CONDITIONS = ["exact", "payload", "inertia+friction", "noise", "noise+kalman"]
+LAWS = ["pd", "pid", "computed_torque", "computed_torque_i", "robust", "adaptive", "osc", "osc (position task)"]
 
 
 def log(msg):
@@ -216,14 +216,78 @@ def plot(results, path, duration):
     plt.close(fig)
 
 
+def run_ros(model, law_name, condition, duration):
+    """The same trajectory through the real controller node (subprocess, DDS, use_sim_time lockstep) against
+    the plant of manip_control/test/ros_rig.py (forward dynamics of ``plant_for(condition)``, 2 ms steps).
+    Errors from the controller's own ControllerState messages."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ros_rig", ROOT / "manip_control" / "test" / "ros_rig.py")
+    rig_mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rig_mod)
+    from manip_msgs.action import ExecuteTrajectory
+    from manip_msgs.msg import ControllerState
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    import tempfile
+    plant = plant_for(model, condition)
+    params = [f"control_law:={law_name}", "rate_hz:=250.0", "state_timeout:=0.5"]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp, \
+            rig_mod.running_controller(plant, Q0, tmp, sim_time=True, params=params) as rig:
+        robot = rig.robot
+        goal = ExecuteTrajectory.Goal()
+        goal.trajectory.joint_names = list(model.joint_names)
+        for t in np.arange(0.05, duration + 1e-9, 0.05):
+            q, qd, qdd = reference(t)
+            goal.trajectory.points.append(JointTrajectoryPoint(
+                positions=q.tolist(), velocities=qd.tolist(), accelerations=qdd.tolist(), time_from_start=rig_mod.dur(t)))
+        goal.goal_time_tolerance = rig_mod.dur(2.0)
+        mark = robot.mark()
+        status, result, _ = rig_mod.send_goal(robot, goal, timeout=60.0 + 20.0 * duration)
+        states = [st for st in robot.states_since(mark) if st.mode == ControllerState.MODE_TRACKING]
+    ts = np.array([st.header.stamp.sec + 1e-9 * st.header.stamp.nanosec for st in states])
+    keep = ts >= ts[0] + 1.0
+    E = np.array([st.position_errors for st in states])[keep]
+    QD = np.array([st.desired_positions for st in states])[keep]
+    QA = np.array([st.actual_positions for st in states])[keep]
+    TAU = np.abs(np.array([st.efforts for st in states]))
+    SAT = np.array([st.saturated for st in states])
+    tool = np.array([np.linalg.norm(model.fk(a)[:3, 3] - model.fk(b)[:3, 3]) for a, b in zip(QD[::5], QA[::5])])
+    return {"law": law_name, "condition": condition, "path": "ros", "result": result.error_string or "ok",
+            "rms_joint_rad": float(np.sqrt(np.mean(E ** 2))), "max_joint_rad": float(np.max(np.abs(E))),
+            "rms_tool_m": float(np.sqrt(np.mean(tool ** 2))), "max_tool_m": float(np.max(tool)),
+            "rms_velocity_estimate_rad_s": 0.0, "peak_effort_nm": float(TAU.max()),
+            "saturated_s": float(SAT.sum() / 250.0), "ticks": int(len(states)), "wall_s": time.perf_counter() - t0}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="3 s trajectories instead of 8 s")
     p.add_argument("--no-save", action="store_true", help="print only")
-    p.add_argument("--laws", nargs="+", default=list(LAWS), choices=LAWS)
+    p.add_argument("--laws", nargs="+", default=None, choices=LAWS)
+    p.add_argument("--ros", action="store_true", help="through the real controller node over DDS (exact and "
+                   "payload conditions; default laws pd, computed_torque, robust, adaptive, osc)")
     a = p.parse_args(argv)
     duration = 3.0 if a.quick else 8.0
     model = RobotModel.load("ur5")
+    if a.ros:
+        laws = a.laws or ["pd", "computed_torque", "robust", "adaptive", "osc"]
+        results = []
+        for cond in ("exact", "payload"):
+            for law in laws:
+                r = run_ros(model, law, cond, duration)
+                results.append(r)
+                log(f"ros {cond:>8} {law:>16}: RMS {r['rms_joint_rad']:.2e} rad, tool {r['rms_tool_m']:.2e} m, "
+                    f"{r['ticks']} ticks, {r['wall_s']:.0f} s wall ({r['result']})")
+        CONDITIONS[:], LAWS[:] = ["exact", "payload"], laws
+        text = table(results, model, duration).replace(
+            "Not PyBullet/sim_bridge/controller node.", "Through the real controller node (DDS, lockstep sim time) "
+            "against the forward-dynamics plant of manip_control/test/ros_rig.py (not PyBullet/sim_bridge).")
+        print(text)
+        if not a.no_save:
+            from results_io import save_results
+            log("wrote " + ", ".join(save_results("control-ros", text, results, a.quick, datetime.datetime.now())))
+        return 0
+    a.laws = a.laws or list(LAWS)
     results = []
     for cond in CONDITIONS:
         for law in a.laws:

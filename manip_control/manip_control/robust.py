@@ -18,10 +18,11 @@ the largest parameters of an unknown payload of up to payload_kg with its centre
 of the tip frame's origin (m |c_j| and m |c|^2 per entry). Outside the layer every |s_i| then decreases at
 eta_i / M-scale (the reaching condition); inside, sat is linear and s stays within phi.
 
-Boundary layer: phi (rad/s) per joint, widened at each tick to phi_i >= 2 dt (M^-1)_ii K_i, then all by
-the factor 2 dt lambda_max(D^1/2 M^-1 D^1/2) when it exceeds 1 (D = diag(K / phi)), so that the sampled
-loop (period dt) stays stable inside it: the layer's gain K/phi must not exceed what one control period can
-follow. The layer actually used is ``last_phi`` (reported with the sliding variable
+Boundary layer: phi (rad/s) per joint, widened at each tick to phi_i >= h (M^-1)_ii K_i, then all by the
+factor h lambda_max(D^1/2 M^-1 D^1/2) when it exceeds 1 (D = diag(K / phi)), h = 2 (1 + delay_periods) dt,
+so that the sampled loop (period dt, measurements up to delay_periods old) stays stable inside it: the
+layer's gain K/phi must not exceed what the delayed loop can follow. With h = 2 dt (no delay allowed) the
+UR5 wrists went unstable with joint states two periods old, which a loaded ROS graph gives. The layer actually used is ``last_phi`` (reported with the sliding variable
 ``last_s``).
 """
 from __future__ import annotations
@@ -75,11 +76,13 @@ def parameter_error_bound(model, bounds, pi_model=None):
 
 
 PARAMS = (
-    Param("lambda", [30.0], "sliding surface slope Lambda (1/s), one value or one per joint",
+    Param("lambda", [40.0], "sliding surface slope Lambda (1/s), one value or one per joint",
           check_nonnegative("robust.lambda")),
     Param("boundary_layer", 0.05, "boundary layer thickness phi (rad/s); widened when the control period needs it",
           check_positive("robust.boundary_layer")),
-    Param("damping", 30.0, "linear damping Ks of s (1/s)", check_nonnegative("robust.damping")),
+    Param("damping", 40.0, "linear damping Ks of s (1/s)", check_nonnegative("robust.damping")),
+    Param("delay_periods", 2.0, "control periods of measurement delay the boundary layer is sized for",
+          check_nonnegative("robust.delay_periods")),
     Param("eta", 0.5, "reaching margin eta (N*m) added to the derived gain", check_nonnegative("robust.eta")),
     Param("relative_inertia_error", 0.2, "bound on each inertial parameter's relative error (dimensionless)",
           check_nonnegative("robust.relative_inertia_error")),
@@ -105,15 +108,16 @@ class SlidingMode(_Law):
     @classmethod
     def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
         p = params or {}
-        return cls(model, bounds_from_params(p), lam=p.get("lambda", [30.0]),
-                   boundary_layer=p.get("boundary_layer", 0.05), damping=p.get("damping", 30.0),
-                   eta=p.get("eta", 0.5), period_s=period_s)
+        return cls(model, bounds_from_params(p), lam=p.get("lambda", [40.0]),
+                   boundary_layer=p.get("boundary_layer", 0.05), damping=p.get("damping", 40.0),
+                   eta=p.get("eta", 0.5), period_s=period_s, delay_periods=p.get("delay_periods", 2.0))
 
-    def __init__(self, model, bounds=None, lam=30.0, boundary_layer=0.05, damping=30.0, eta=0.5, period_s=0.004):
+    def __init__(self, model, bounds=None, lam=40.0, boundary_layer=0.05, damping=40.0, eta=0.5, period_s=0.004,
+                 delay_periods=2.0):
         super().__init__(model, period_s)
         n = model.dof
         self.bounds = bounds if bounds is not None else ModelErrorBounds()
-        self.lam = _gain(lam, 30.0, n, "lambda")
+        self.lam = _gain(lam, 40.0, n, "lambda")
         self.phi = float(boundary_layer)
         if not (math.isfinite(self.phi) and self.phi > 0):
             raise ValueError(f"boundary_layer must be > 0, got {boundary_layer}")
@@ -122,6 +126,7 @@ class SlidingMode(_Law):
             raise ValueError(f"damping {damping} 1/s is too high for the control period {self.period_s} s "
                              f"(damping * period must be <= 0.5)")
         self.eta = _gain(eta, 0.5, n, "eta")
+        self.delay_periods = float(delay_periods)
         self.friction = _gain(self.bounds.friction_nm, 0.0, n, "friction_nm")
         self.dpi = parameter_error_bound(model, self.bounds).ravel()
         self.kp, self.kd = self.lam, np.ones(n)  # for the node's log line: s = ed + lambda e
@@ -143,10 +148,11 @@ class SlidingMode(_Law):
         k = rho + self.eta
         M = self.model.mass_matrix(q)
         Minv = np.linalg.inv(M)
-        phi = np.maximum(self.phi, 2.0 * self.period_s * np.diag(Minv) * k)
-        # coupling: the layer's gain D = diag(k / phi) must keep 2 dt lambda_max(M^-1 D) <= 1
+        h = 2.0 * (1.0 + self.delay_periods) * self.period_s
+        phi = np.maximum(self.phi, h * np.diag(Minv) * k)
+        # coupling: the layer's gain D = diag(k / phi) must keep h lambda_max(M^-1 D) <= 1
         d = np.sqrt(k / phi)
-        rho = 2.0 * self.period_s * float(np.linalg.eigvalsh(d[:, None] * Minv * d[None, :])[-1])
+        rho = h * float(np.linalg.eigvalsh(d[:, None] * Minv * d[None, :])[-1])
         if rho > 1.0:
             phi = phi * rho
         tau = nominal + M @ (self.damping * s) + k * np.clip(s / phi, -1.0, 1.0)
