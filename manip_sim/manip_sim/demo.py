@@ -113,7 +113,8 @@ def run(args):
     log(f"launching {args.launch} (ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, log: {out_dir / 'launch.log'})")
     wall0 = time.monotonic()
     graph = Graph(args.launch, out_dir / "launch.log", env, [f"scene:={Path(args.scene).resolve()}"] +
-                  (["gui:=true"] if args.gui else []))
+                  (["gui:=true"] if args.gui else []) +
+                  [f"control_law:={args.control_law}", f"state_estimator:={args.state_estimator}"])
     rclpy.init()
     node = rclpy.create_node("pick_place_demo", parameter_overrides=[Parameter("use_sim_time", value=True)])
     rec = Recording()
@@ -237,7 +238,8 @@ def run(args):
              f"  result: error_code {result.error_code} {result.message!r}"]
     lines += [f"  phase {n:<14} {d:6.2f} s (sim)" for n, d in zip(result.phase_names, result.phase_durations)]
     lines += [f"  task time: {run_sim:.2f} s sim, {run_wall:.2f} s wall; real-time factor {rtf:.2f}",
-              f"  joint tracking error while tracking: RMS {rms:.4f} rad, max {max_err:.4f} rad",
+              f"  joint tracking error while tracking ({args.control_law}, estimator {args.state_estimator}): "
+             f"RMS {rms:.4f} rad, max {max_err:.4f} rad",
               f"  closest approach of the arm's link axes to the obstacle: {clearance:.3f} m"
               + (f" (at sim t = {rec.t_joints[k_min] - rec.t_joints[0]:.2f} s)" if k_min >= 0 else ""),
               f"  object final position {np.round(final_xyz, 4).tolist()} m, target {place_xyz.tolist()} m",
@@ -270,6 +272,11 @@ def main(argv=None):
     p.add_argument("--gui", action="store_true", help="open the PyBullet GUI (needs a display)")
     p.add_argument("--record", action="store_true",
                    help="record the run with manip-bag into OUTPUT/bag (topics: RECORD_TOPICS)")
+    p.add_argument("--control-law", default="computed_torque",
+                   choices=("pd", "pid", "computed_torque", "robust", "adaptive", "osc"),
+                   help="control law of the controller (default: %(default)s)")
+    p.add_argument("--state-estimator", default="none", choices=("none", "kalman"),
+                   help="joint-state estimator of the controller (default: %(default)s)")
     args = p.parse_args(argv)
     if args.scene is None:
         from .scene import default_scene_path
