@@ -4,7 +4,9 @@ this checkout, ``ros2 launch`` non-interactive as from a script), stopped as a l
 * ``ctrl_c``: SIGINT to the process group (a terminal's Ctrl-C); launch forwards its own, so each node gets
   two SIGINTs, then SIGTERM 5 s later;
 * ``ctrl_c_twice``: two group SIGINTs 0.5 s apart;
-* ``sigterm``: SIGTERM to the process group.
+* ``sigterm``: SIGTERM to every node process that launch has started, once its console script catches it
+  (what launch sends 5 s after SIGINT;
+  a SIGTERM to ros2 launch itself makes it quit at once and leave its processes orphaned, by design).
 Each cycle at another moment of the start-up. Every node must exit 0 ("process has finished cleanly"), print
 no traceback, and leave no process behind (the render child of sim_bridge included). A few cycles run in
 ``make test``; all 20 in the test marked slow. The build is one per test run (fixture ``real_launch`` in
@@ -40,6 +42,25 @@ def _group_alive(pgid):
     return out
 
 
+def _wait_catching_sigterm(pid, timeout=30.0):
+    """Until the node's console script has its handlers (SigCgt): before that the Python interpreter itself is
+    starting, where SIGTERM's default action ends it (-15); nothing of the project runs yet (node_main)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return
+        if int(re.search(r"^SigCgt:\s*([0-9a-f]+)", status, re.M).group(1), 16) >> (signal.SIGTERM - 1) & 1:
+            return
+        time.sleep(0.005)
+
+
+def _started_pids(log_path):
+    text = Path(log_path).read_text(errors="replace")
+    return [int(pid) for pid in re.findall(r"\]: process started with pid \[(\d+)\]", text)]
+
+
 def stop_cycle(tool, delay_s, how, log_path):
     """Start the launch file, signal it delay_s later, wait for the end; (launch status, log text)."""
     env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
@@ -49,7 +70,15 @@ def stop_cycle(tool, delay_s, how, log_path):
                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             time.sleep(delay_s)
-            os.killpg(p.pid, signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+            if how == "sigterm":
+                end = time.monotonic() + 60.0
+                while not _started_pids(log_path) and time.monotonic() < end:
+                    time.sleep(0.1)
+                for pid in _started_pids(log_path):
+                    _wait_catching_sigterm(pid)
+                    os.kill(pid, signal.SIGTERM)
+            else:
+                os.killpg(p.pid, signal.SIGINT)
             if how == "ctrl_c_twice":
                 time.sleep(0.5)
                 os.killpg(p.pid, signal.SIGINT)
