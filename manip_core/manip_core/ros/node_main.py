@@ -14,7 +14,8 @@ and while it shuts down.
   node's main returns, the signals are ignored for the rest of the exit (see ignore_stop_signals). While the
   node object is built, a signal interrupts the construction (interruptible_startup).
   Left: the interpreter's own start before the entry point's first line (here ~50-100 ms, the venv's
-  ``.pth`` files and the ROS wheels' re-exec): a SIGINT there is Python's KeyboardInterrupt.
+  ``.pth`` files and the ROS wheels' re-exec; seconds on a loaded machine): a SIGINT there is Python's
+  KeyboardInterrupt, a SIGTERM ends the process with -15.
 * :func:`init_rclpy` starts rclpy WITHOUT rclpy's own signal handlers (they invalidate the context at once,
   so a signal between ``rclpy.init`` and the executor's wait set gave ``failed to initialize wait set: the
   given context is not valid``, and a second SIGINT raised KeyboardInterrupt inside the clean-up).
