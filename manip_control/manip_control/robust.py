@@ -22,7 +22,10 @@ Boundary layer: phi (rad/s) per joint, widened at each tick to phi_i >= h (M^-1)
 factor h lambda_max(D^1/2 M^-1 D^1/2) when it exceeds 1 (D = diag(K / phi)), h = 2 (1 + delay_periods) dt,
 so that the sampled loop (period dt, measurements up to delay_periods old) stays stable inside it: the
 layer's gain K/phi must not exceed what the delayed loop can follow. With h = 2 dt (no delay allowed) the
-UR5 wrists went unstable with joint states two periods old, which a loaded ROS graph gives. The layer actually used is ``last_phi`` (reported with the sliding variable
+UR5 wrists went unstable with joint states two periods old, which a loaded ROS graph gives. Longer delays
+need smaller Lambda and Ks as well: on the demo's loaded graph (real-time factor 0.3-0.6) the defaults (Lambda
+= Ks = 40/s) completed the pick-and-place but with one burst of wrist oscillation (max error 1.9 rad), and in
+simulation the defaults are unstable with 4 periods of delay, where computed torque (20 rad/s) is not. The layer actually used is ``last_phi`` (reported with the sliding variable
 ``last_s``).
 """
 from __future__ import annotations
