@@ -8,9 +8,9 @@ and while it shuts down.
 
 * :func:`entry` is the console script of a node (``controller = manip_control:controller_main`` calls
   ``entry("manip_control.controller_node")``). It installs the handlers before the node's module is imported
-  (rclpy, NumPy, numba, OpenCV: about a second) and skips the node when a signal came meanwhile. The
-  handlers never raise: an exception raised inside an extension module's import, or half-way through
-  building a node, would leave a traceback or a child process (sim_bridge's renderer) behind. When the
+  (rclpy, NumPy, numba, OpenCV: a second, tens of seconds with a cold numba cache on a loaded machine); a
+  signal interrupts the imports (StartupInterrupted) and the process exits 0. Once the node runs, the
+  handlers only set the stop event. When the
   node's main returns, the signals are ignored for the rest of the exit (see ignore_stop_signals). While the
   node object is built, a signal interrupts the construction (interruptible_startup).
   Left: the interpreter's own start before the entry point's first line (here ~50-100 ms, the venv's
@@ -83,7 +83,16 @@ def entry(module, args=None, attr="main"):
     """Console script of a node: handlers first, then import ``module`` and call its ``attr(args)``."""
     install_stop_handlers()
     try:
-        main = getattr(importlib.import_module(module), attr)
+        # the imports can take tens of seconds on a loaded machine (numba compiling into an empty cache): a
+        # stop signal interrupts them; whatever form the interruption takes on its way out of an import
+        # (StartupInterrupted, or an ImportError/SystemError around it from an extension module), it is a stop
+        try:
+            with interruptible_startup():
+                main = getattr(importlib.import_module(module), attr)
+        except BaseException:
+            if _stop.is_set():
+                return 0
+            raise
         return 0 if _stop.is_set() else main(args)
     finally:
         ignore_stop_signals()
