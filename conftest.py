@@ -10,3 +10,4 @@ import manip_design  # noqa: F401
 import manip_perception  # noqa: F401
 import manip_planning  # noqa: F401
 import manip_sim  # noqa: F401
+import manip_view  # noqa: F401

@@ -29,7 +29,7 @@ PYTHON="${PYTHON:-python3}"
 JOBS="${SETUP_JOBS:-2}"
 VERBOSE="${SETUP_VERBOSE:-0}"
 FORCE="${SETUP_FORCE:-0}"
-PACKAGES=(manip_core manip_planning manip_control manip_perception manip_sim manip_design)
+PACKAGES=(manip_core manip_planning manip_control manip_perception manip_sim manip_design manip_view)
 REQ_FILES=(requirements.txt requirements-test.txt constraints.txt)
 # Published interface packages missing from PyPI, built into .venv only (third_party/COLCON_IGNORE).
 THIRD_PARTY_MSGS=(control_msgs tf2_msgs)

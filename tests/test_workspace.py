@@ -16,6 +16,7 @@ BUILD_TYPES = {
     'manip_perception': 'ament_python',
     'manip_sim': 'ament_python',
     'manip_design': 'ament_python',
+    'manip_view': 'ament_python',
 }
 
 # Field name -> rosidl type string, in declaration order.

@@ -1,0 +1,175 @@
+"""The viser glue of the offline viewer: a RobotScene drawn in the browser, with joint sliders and the readout.
+
+Scene tree: ``/robot/<link>`` is a frame at T_base_link per link (its URDF shapes below it, ``visual`` and
+``collision`` groups), ``/skeleton/<k>`` a cylinder per joint-to-joint segment and ``/joints/<link>`` a sphere at
+each link origin when the description has no visual geometry, ``/tool`` the tip frame's axes. The page works
+without internet: viser serves its client (one HTML file) from the installed wheel.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+
+from manip_core.spatial import matrix_to_quat_wxyz
+
+log = logging.getLogger(__name__)
+
+ROBOT_RGB = (230, 120, 30)      # skeleton and shapes without a URDF colour (orange: easy to find in a screenshot)
+JOINT_RGB = (60, 60, 70)
+COLLISION_RGB = (80, 160, 255)
+
+
+def is_loopback(host):
+    """True for localhost and the loopback addresses (127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _wxyz(T):
+    w = matrix_to_quat_wxyz(T[:3, :3])
+    return w if w[0] >= 0 else -w
+
+
+def _node(name):
+    return name.replace("/", "_")
+
+
+class OfflineViewer:
+    """Serve ``scene`` (a RobotScene) on http://host:port; ``update(q)`` redraws the arm at q."""
+
+    def __init__(self, scene, host="127.0.0.1", port=8080, camera=None):
+        import viser
+
+        self.scene = scene
+        self._lock = threading.Lock()
+        self.server = viser.ViserServer(host=host, port=port, label=f"manip-view {scene.robot.name}", verbose=False)
+        s = self.server
+        s.scene.set_up_direction("+z")
+        pos, look, fov = camera if camera is not None else scene.default_camera()
+        s.initial_camera.position = tuple(float(v) for v in pos)
+        s.initial_camera.look_at = tuple(float(v) for v in look)
+        s.initial_camera.fov = float(fov)
+        s.initial_camera.up = (0.0, 0.0, 1.0)
+        self.camera = (np.asarray(pos, float), np.asarray(look, float), float(fov))
+        reach = scene.reach_m()
+        s.scene.add_grid("/grid", width=2.5 * reach, height=2.5 * reach, cell_size=0.1 if reach > 0.5 else 0.02,
+                         plane="xy")
+
+        self.q = scene.initial_q()
+        self._frames = {}
+        visual = scene.meshes("visual")
+        collision = scene.meshes("collision") if scene.shapes("collision") else {}
+        for link in scene.links:
+            self._frames[link] = s.scene.add_frame(f"/robot/{_node(link)}", show_axes=False)
+        self._add_meshes(visual, "visual", None)
+        self._collision = self._add_meshes(collision, "collision", COLLISION_RGB)
+        for h in self._collision:
+            h.visible = False
+        self._skeleton = []
+        self._joint_spheres = {}
+        if not visual:  # no visual geometry: draw the kinematic skeleton
+            r = scene.skeleton_radius_m
+            for link in scene.links:
+                self._joint_spheres[link] = s.scene.add_icosphere(
+                    f"/joints/{_node(link)}", radius=1.35 * r, color=JOINT_RGB)
+            for k, (_, _, _, length) in enumerate(scene.skeleton(self.q)):
+                self._skeleton.append([self._cylinder(k, length), length])
+        tip_axes = 3.0 * scene.skeleton_radius_m + 0.05
+        self._tool = s.scene.add_frame("/tool", axes_length=tip_axes, axes_radius=0.08 * tip_axes)
+        self._link_axes = [s.scene.add_frame(f"/robot/{_node(link)}/axes", axes_length=0.6 * tip_axes,
+                                             axes_radius=0.05 * tip_axes, visible=False) for link in scene.links]
+
+        s.gui.add_markdown(f"**{scene.robot.name}**: {scene.robot.dof} joints, "
+                           f"{scene.robot.base_link} -> {scene.robot.tip_link}")
+        self.sliders = []
+        with s.gui.add_folder("Joints (rad or m)"):
+            for i, (name, lo, hi) in enumerate(scene.slider_ranges()):
+                sl = s.gui.add_slider(name, min=lo, max=hi, step=0.01, initial_value=float(self.q[i]))
+                sl.on_update(self._on_slider)
+                self.sliders.append(sl)
+            reset = s.gui.add_button("Reset to zero")
+            reset.on_click(lambda _: self.set_q(scene.initial_q()))
+        with s.gui.add_folder("Display"):
+            frames = s.gui.add_checkbox("Link frames", False)
+            frames.on_update(lambda _: self._set_visible(self._link_axes, frames.value))
+            if self._collision:
+                col = s.gui.add_checkbox("Collision geometry", False)
+                col.on_update(lambda _: self._set_visible(self._collision, col.value))
+        self.readout_md = s.gui.add_markdown("")
+        self.update(self.q)
+
+    # --------------------------------------------------------------------------------------- parts
+    def _add_meshes(self, meshes, group, rgb):
+        handles = []
+        for link, items in meshes.items():
+            for k, (v, f, rgba) in enumerate(items):
+                color = rgb or (tuple(int(255 * c) for c in rgba[:3]) if rgba else ROBOT_RGB)
+                handles.append(self.server.scene.add_mesh_simple(
+                    f"/robot/{_node(link)}/{group}_{k}", vertices=v.astype(np.float32), faces=f, color=color,
+                    opacity=0.5 if group == "collision" else None))
+        return handles
+
+    def _cylinder(self, k, length):
+        import trimesh
+
+        m = trimesh.creation.cylinder(radius=self.scene.skeleton_radius_m, height=max(length, 1e-6), sections=24)
+        return self.server.scene.add_mesh_simple(
+            f"/skeleton/{k}", vertices=np.asarray(m.vertices, np.float32), faces=np.asarray(m.faces, np.int32),
+            color=ROBOT_RGB)
+
+    @staticmethod
+    def _set_visible(handles, on):
+        for h in handles:
+            h.visible = bool(on)
+
+    # ------------------------------------------------------------------------------------- updates
+    def _on_slider(self, _event):
+        self.update(np.array([float(s.value) for s in self.sliders]))
+
+    def set_q(self, q):
+        """Move the sliders (and so the arm) to q, clipped into the limits."""
+        q = self.scene.clip(q)
+        with self.server.atomic():
+            for s, v in zip(self.sliders, q):
+                s.value = float(v)
+        self.update(q)
+
+    def update(self, q):
+        """Redraw the arm and the readout at q (rad or m, clipped into the slider ranges)."""
+        q = self.scene.clip(q)
+        with self._lock, self.server.atomic():
+            self.q = q
+            poses = self.scene.link_poses(q)
+            for link, T in poses.items():
+                h = self._frames[link]
+                h.position, h.wxyz = T[:3, 3], _wxyz(T)
+                if link in self._joint_spheres:
+                    self._joint_spheres[link].position = T[:3, 3]
+            for k, (_, _, T, length) in enumerate(self.scene.skeleton(q, poses)):
+                entry = self._skeleton[k] if k < len(self._skeleton) else None
+                if entry is None:
+                    continue
+                if abs(length - entry[1]) > 1e-6:  # a prismatic joint changed the segment's length
+                    entry[0].remove()
+                    entry[0], entry[1] = self._cylinder(k, length), length
+                entry[0].position, entry[0].wxyz = T[:3, 3], _wxyz(T)
+            T_tip = self.scene.robot.fk(q)
+            self._tool.position, self._tool.wxyz = T_tip[:3, 3], _wxyz(T_tip)
+            self.readout = self.scene.readout(q)
+            self.readout_md.content = self.readout.markdown(self.scene.robot.base_link, self.scene.robot.tip_link)
+
+    @property
+    def url(self):
+        host = self.server.get_host()
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.server.get_port()}"
+
+    def stop(self):
+        self.server.stop()
