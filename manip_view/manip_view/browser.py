@@ -118,6 +118,12 @@ class Browser:
                 self.send("Input.dispatchKeyEvent", type=kind, key=key, code=code or key,
                           windowsVirtualKeyCode=kc, nativeVirtualKeyCode=kc)
 
+    def click(self, x_px, y_px):
+        """A left mouse click at viewport pixel (x, y) (press, release)."""
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", type=kind, x=float(x_px), y=float(y_px), button="left",
+                      clickCount=1)
+
     def screenshot_png(self):
         """PNG bytes of the viewport."""
         return base64.b64decode(self.send("Page.captureScreenshot", format="png")["data"])
