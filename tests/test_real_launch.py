@@ -60,6 +60,34 @@ def _wait_catching_sigterm(pid, timeout=30.0):
         time.sleep(0.005)
 
 
+def _node_children(launch_pid):
+    """Node processes that launch started (children with --ros-args), from /proc: launch's log is buffered."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat[stat.rfind(")") + 2:].split()[1]) == launch_pid and b"--ros-args" in cmd:
+            out.append(int(entry))
+    return out
+
+
+def _settled_children(launch_pid, timeout=30.0):
+    """The node processes once their number has not grown for 0.5 s."""
+    end = time.monotonic() + timeout
+    seen, since = _node_children(launch_pid), time.monotonic()
+    while time.monotonic() < end and time.monotonic() - since < 0.5:
+        time.sleep(0.05)
+        now = _node_children(launch_pid)
+        if len(now) != len(seen):
+            seen, since = now, time.monotonic()
+    return seen
+
+
 def _started_pids(log_path):
     text = Path(log_path).read_text(errors="replace")
     return [int(pid) for pid in re.findall(r"\]: process started with pid \[(\d+)\]", text)]
@@ -78,7 +106,7 @@ def stop_cycle(tool, delay_s, how, log_path, after_nodes=True):
             while after_nodes and not _started_pids(log_path) and time.monotonic() < end and p.poll() is None:
                 time.sleep(0.05)
             time.sleep(delay_s)
-            for pid in _started_pids(log_path):  # see the module docstring: the interpreter's start is left out
+            for pid in (_settled_children(p.pid) if after_nodes else []):  # the interpreter's start: left out
                 _wait_catching_sigterm(pid)
             if how == "sigterm":
                 end = time.monotonic() + 60.0
