@@ -21,6 +21,7 @@ setup(
     entry_points={
         'console_scripts': [
             'manip-view = manip_view.cli:main',
+            'viewer = manip_view:viewer_main',
         ],
     },
 )

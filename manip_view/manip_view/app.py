@@ -43,12 +43,17 @@ def _node(name):
 
 
 class OfflineViewer:
-    """Serve ``scene`` (a RobotScene) on http://host:port; ``update(q)`` redraws the arm at q."""
+    """Serve ``scene`` (a RobotScene) on http://host:port; ``update(q)`` redraws the arm at q.
 
-    def __init__(self, scene, host="127.0.0.1", port=8080, camera=None):
+    Offline (``on_target`` None) the sliders move the drawn arm. Live, a slider moved in the page calls
+    ``on_target(q_target)`` instead (the arm is drawn where ``update`` says it is, from joint_states), and a Stop
+    button calls ``on_stop()``."""
+
+    def __init__(self, scene, host="127.0.0.1", port=8080, camera=None, on_target=None, on_stop=None):
         import viser
 
         self.scene = scene
+        self._on_target, self._on_stop = on_target, on_stop
         self._lock = threading.Lock()
         self.server = viser.ViserServer(host=host, port=port, label=f"manip-view {scene.robot.name}", verbose=False)
         s = self.server
@@ -95,8 +100,12 @@ class OfflineViewer:
                 sl = s.gui.add_slider(name, min=lo, max=hi, step=0.01, initial_value=float(self.q[i]))
                 sl.on_update(self._on_slider)
                 self.sliders.append(sl)
-            reset = s.gui.add_button("Reset to zero")
-            reset.on_click(lambda _: self.set_q(scene.initial_q()))
+            if on_stop is not None:
+                stop = s.gui.add_button("Stop (hold here)", color="red")
+                stop.on_click(lambda _: on_stop())
+            else:
+                reset = s.gui.add_button("Reset to zero")
+                reset.on_click(lambda _: self.set_q(scene.initial_q()))
         with s.gui.add_folder("Display"):
             frames = s.gui.add_checkbox("Link frames", False)
             frames.on_update(lambda _: self._set_visible(self._link_axes, frames.value))
@@ -131,8 +140,18 @@ class OfflineViewer:
             h.visible = bool(on)
 
     # ------------------------------------------------------------------------------------- updates
-    def _on_slider(self, _event):
-        self.update(np.array([float(s.value) for s in self.sliders]))
+    def _on_slider(self, event):
+        q = np.array([float(s.value) for s in self.sliders])
+        if self._on_target is None:
+            self.update(q)
+        elif event.client is not None:  # moved in a page (not set_sliders): a target for the controller
+            self._on_target(self.scene.clip(q))
+
+    def set_sliders(self, q):
+        """Show q on the sliders without sending it anywhere (live mode: the measured position at start)."""
+        with self.server.atomic():
+            for s, v in zip(self.sliders, self.scene.clip(q)):
+                s.value = float(v)
 
     def set_q(self, q):
         """Move the sliders (and so the arm) to q, clipped into the limits."""

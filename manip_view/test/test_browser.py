@@ -151,3 +151,97 @@ def test_page_draws_the_arm_where_fk_projects_and_a_slider_moves_it(chromium, tm
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_live_viewer_on_the_ros_graph_draws_joint_states_and_sends_short_moves(chromium):
+    """The ``viewer`` node, process to process over DDS: the page shows the published joint_states; a click on a
+    slider's track publishes a JointTrajectory that starts at the measured position (no jump) and ends at the
+    clicked value; Stop publishes a one-point hold at the measured position."""
+    import threading
+    import urllib.request
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectory
+
+    port = free_port()
+    env = dict(os.environ, ROS_DOMAIN_ID=str(np.random.randint(100, 201)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    proc = subprocess.Popen([sys.executable, "-m", "manip_view.viewer_node", "--ros-args", "-p",
+                             f"urdf_path:={robot_path('ur5')}", "-p", f"port:={port}"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=int(env["ROS_DOMAIN_ID"]))
+    node = rclpy.create_node("viewer_test", context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    got = []
+    node.create_subscription(JointTrajectory, "joint_trajectory_controller/joint_trajectory", got.append, 10)
+    pub = node.create_publisher(JointState, "joint_states", 10)
+    scene = RobotScene(*load_robot("ur5"))
+
+    def publish():
+        msg = JointState(name=list(scene.robot.joint_names), position=list(Q0))
+        msg.header.stamp = node.get_clock().now().to_msg()
+        pub.publish(msg)
+
+    node.create_timer(0.05, publish)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=2)
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "the viewer node did not serve its page"
+                time.sleep(0.3)
+        tip = pin_link_origins(Q0)["tool0"]
+        with Browser(chromium, W, H) as b:
+            b.open(url)
+            b.wait_for("document.querySelectorAll('[role=slider]').length == 6", 90, "the six joint sliders")
+            expected = f"x {tip[0]:+.4f} y {tip[1]:+.4f} z {tip[2]:+.4f}"
+            b.wait_for(f"document.body.innerText.includes('{expected}')", 60, f"the joint_states pose {expected}")
+            values = b.wait_for("(() => { const v = Array.from(document.querySelectorAll('[role=slider]'))"
+                                f".map(e => parseFloat(e.getAttribute('aria-valuenow'))); return Math.abs(v[0] - "
+                                f"{Q0[0]}) < 1e-6 && v; }})()", 30, "the sliders at the measured position")
+            np.testing.assert_allclose(values, Q0)
+            x0, y0, width = b.evaluate("(() => { const r = document.querySelectorAll('.mantine-Slider-track')[1]"
+                                       ".getBoundingClientRect(); return [r.left, r.top + r.height / 2, r.width]; })()")
+            b.click(x0 + 0.45 * width, y0)
+            deadline = time.monotonic() + 30
+            while not got and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert got, "no JointTrajectory after the slider click"
+            value = float(b.evaluate("document.querySelectorAll('[role=slider]')[1].getAttribute('aria-valuenow')"))
+            move = got[-1]
+            assert list(move.joint_names) == scene.robot.joint_names
+            first, last = np.array(move.points[0].positions), np.array(move.points[-1].positions)
+            np.testing.assert_allclose(first, Q0, atol=1e-12)  # from the measured position: no jump
+            target = np.array(Q0)
+            target[1] = value
+            np.testing.assert_allclose(last, target, atol=1e-9)
+            t = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in move.points]
+            # Rest to rest quintic whose peak speed 15 d / (8 T) is 25 % of the velocity limit (or T = 0.5 s).
+            d = np.abs(target - np.array(Q0))
+            assert t[-1] - t[0] == pytest.approx(max(0.5, np.max(15 * d / (8 * 0.25 * scene.robot.velocity_limits))))
+            assert np.abs(move.points[0].velocities).max() == 0 and np.abs(move.points[-1].velocities).max() < 1e-12
+            n = len(got)
+            b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes('Stop'))"
+                       ".click() || 1")
+            deadline = time.monotonic() + 30
+            while len(got) == n and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert len(got) > n, "no hold after Stop"
+            assert len(got[-1].points) == 1
+            np.testing.assert_allclose(got[-1].points[0].positions, Q0, atol=1e-12)
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=30)[0]
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+    assert proc.returncode == 0, out[-2000:]
+    assert "page at http://127.0.0.1" in out and "move to" in out and "stop: hold at" in out, out[-2000:]
