@@ -23,7 +23,7 @@ goal_time_tolerance (2 s) sent with every trajectory (0: the controller's defaul
 the controller's dynamics model and left ~0.01 rad of steady-state error in a full-graph run),
 settle_timeout (1 s) and settle_tolerance (0.01 rad: after each trajectory, wait until joint_states are this
 close to its last point, so that the next plan starts where the robot is), grasp_max_distance (0 m: the
-gripper's default), server_timeout (10 s, also for the first joint_states), plan_timeout (30 s),
+gripper's default), server_timeout (10 s, also for the robot model and the first joint_states), plan_timeout (30 s),
 execute_timeout_margin (10 s beyond the trajectory duration), grasp_timeout (10 s), floor_height (0.0 m:
 IK solutions with a link below it are skipped), and the robot model's urdf_path, robot_description,
 base_link, tip_link (RobotModelSource).
@@ -226,9 +226,14 @@ class PickPlaceNode(Node):
 
     def _run(self, handle):
         goal = handle.request
+        # a goal may come while the model that was just received is still being set up (on_model): wait for it
+        end = time.monotonic() + self.server_timeout
+        while self.planner is None and time.monotonic() < end:
+            time.sleep(0.02)
         if self.planner is None:
-            return self._finish(handle, Result.PLANNING_FAILED, "no robot model yet (urdf_path / robot_description "
-                                                                "parameters or the robot_description topic)")
+            return self._finish(handle, Result.PLANNING_FAILED,
+                                f"no robot model within {self.server_timeout:g} s (urdf_path / robot_description "
+                                "parameters or the robot_description topic)")
         if self.home.size != self.planner.model.dof:
             return self._finish(handle, Result.INVALID_GOAL, "home_positions does not match the robot")
         try:
