@@ -1,4 +1,5 @@
-"""manip_view: a browser viewer of a manipulator (viser). No ROS import in the library modules (viewer_node is the live node).
+"""manip_view: a browser viewer of a manipulator (viser). No ROS import in the library modules
+(viewer_node is the live node).
 
 geometry (URDF shapes, skeleton capsules), scene (link poses, readout, camera of a RobotModel), camera (pinhole
 projection), app (viser glue), browser (headless Chromium over the DevTools protocol, for tests and screenshots),

@@ -2,8 +2,8 @@
 
 ``slider_move`` gives a minimum-jerk (quintic, rest to rest) joint path from the measured position to the slider's
 target, clipped into the joint limits, timed so that no joint exceeds ``speed_fraction`` of its velocity limit
-(peak speed of a quintic rest-to-rest move of amplitude d over T: 15 d / (8 T)). ``hold`` is the one-point
-trajectory at the measured position that stops the arm there.
+(peak speed of a quintic rest-to-rest move of amplitude d over T: 15 d / (8 T)). Stop is the empty
+trajectory (the controller then holds the measured position, ros2_control semantics).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from manip_core.errors import InputError
 
-__all__ = ["slider_move", "hold", "PEAK_SPEED_FACTOR"]
+__all__ = ["slider_move", "PEAK_SPEED_FACTOR"]
 
 PEAK_SPEED_FACTOR = 15.0 / 8.0  # max |s'(t)| T of s(t) = 10 t^3 - 15 t^4 + 6 t^5 on [0, 1]
 
@@ -41,10 +41,3 @@ def slider_move(q_now, q_target, lower, upper, velocity_limits, speed_fraction=0
     vel = np.outer((30 * s**2 - 60 * s**3 + 30 * s**4) / duration, d)
     return dt_s + s * duration, pos, vel
 
-
-def hold(q_now, dt_s=0.1):
-    """The one-point trajectory at q_now (rad or m), zero velocity, reached dt_s after it is received."""
-    q_now = np.asarray(q_now, dtype=np.float64).reshape(1, -1)
-    if not np.all(np.isfinite(q_now)):
-        raise InputError(f"q_now must be finite, got {q_now.tolist()}")
-    return np.array([dt_s]), q_now.copy(), np.zeros_like(q_now)

@@ -6,8 +6,8 @@ at the newest ``joint_states`` (at most ``redraw_rate_hz`` redraws per second). 
 a short trajectory (manip_view.command.slider_move: a quintic from the measured position, at most
 ``speed_fraction`` of each velocity limit, never a jump) on ``trajectory_topic`` (trajectory_msgs/JointTrajectory,
 the controller's ``joint_trajectory_controller/joint_trajectory``, which validates it as any client's); the Stop
-button sends a one-point trajectory at the measured position (hold). Nothing is sent before a joint_states
-message names every joint of the robot.
+button sends the empty trajectory (the controller stops and holds the measured position). No move is sent before
+a joint_states message names every joint of the robot.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from manip_core.ros.model_source import RobotModelSource
 
 from .app import OfflineViewer, is_loopback
-from .command import hold, slider_move
+from .command import slider_move
 from .scene import RobotScene
 
 
@@ -107,12 +107,9 @@ class Viewer(Node):
         self.get_logger().info(f"move to {np.round(p[-1], 4).tolist()} over {t[-1] - t[0]:.2f} s")
 
     def send_hold(self):
-        with self._lock:
-            q = self.q_measured
-        if q is None:
-            return
-        self._publish(*hold(q))
-        self.get_logger().info(f"stop: hold at {np.round(q, 4).tolist()}")
+        """Stop: the empty trajectory (ros2_control semantics: the controller holds where the arm is)."""
+        self._publish([], [], [])
+        self.get_logger().info("stop: empty trajectory sent (the controller holds the current position)")
 
     def close(self):
         if self.viewer is not None:
@@ -125,7 +122,8 @@ def main(argv=None):
     from rclpy.executors import SingleThreadedExecutor
 
     from manip_core.ros.node_main import run_node
-    return run_node(argv, "viewer", Viewer, SingleThreadedExecutor, on_exit=lambda node: node is not None and node.close())
+    return run_node(argv, "viewer", Viewer, SingleThreadedExecutor,
+                    on_exit=lambda node: node is not None and node.close())
 
 
 if __name__ == "__main__":

@@ -156,7 +156,7 @@ def test_page_draws_the_arm_where_fk_projects_and_a_slider_moves_it(chromium, tm
 def test_live_viewer_on_the_ros_graph_draws_joint_states_and_sends_short_moves(chromium):
     """The ``viewer`` node, process to process over DDS: the page shows the published joint_states; a click on a
     slider's track publishes a JointTrajectory that starts at the measured position (no jump) and ends at the
-    clicked value; Stop publishes a one-point hold at the measured position."""
+    clicked value; Stop publishes the empty trajectory (the controller holds where the arm is)."""
     import threading
     import urllib.request
 
@@ -235,8 +235,7 @@ def test_live_viewer_on_the_ros_graph_draws_joint_states_and_sends_short_moves(c
             while len(got) == n and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert len(got) > n, "no hold after Stop"
-            assert len(got[-1].points) == 1
-            np.testing.assert_allclose(got[-1].points[0].positions, Q0, atol=1e-12)
+            assert len(got[-1].points) == 0 and list(got[-1].joint_names) == scene.robot.joint_names  # stop
     finally:
         proc.terminate()
         out = proc.communicate(timeout=30)[0]
@@ -244,4 +243,4 @@ def test_live_viewer_on_the_ros_graph_draws_joint_states_and_sends_short_moves(c
         node.destroy_node()
         rclpy.shutdown(context=ctx)
     assert proc.returncode == 0, out[-2000:]
-    assert "page at http://127.0.0.1" in out and "move to" in out and "stop: hold at" in out, out[-2000:]
+    assert "page at http://127.0.0.1" in out and "move to" in out and "stop: empty trajectory sent" in out, out[-2000:]

@@ -3,7 +3,10 @@ import numpy as np
 import pytest
 
 from manip_core.errors import InputError
-from manip_view.command import hold, slider_move
+from types import SimpleNamespace
+
+from manip_core import RobotModel
+from manip_view.command import slider_move
 
 LO, HI, V = np.array([-1.0, -2.0, -0.5]), np.array([1.0, 2.0, 0.5]), np.array([2.0, 1.0, 0.2])
 
@@ -26,10 +29,21 @@ def test_move_starts_where_the_arm_is_and_respects_limits():
     np.testing.assert_allclose(pf[::2000], exact[::2000], atol=0.02)  # the samples follow the quintic
 
 
-def test_short_moves_take_the_minimum_duration_and_hold_is_one_point():
+def test_short_moves_take_the_minimum_duration():
     t, p, _ = slider_move([0, 0, 0], [0.001, 0, 0], LO, HI, V, min_duration_s=0.5)
     assert t[-1] - t[0] == pytest.approx(0.5)
-    t, p, v = hold([0.1, 0.2, 0.3])
-    assert t.shape == (1,) and p.tolist() == [[0.1, 0.2, 0.3]] and not v.any()
     with pytest.raises(InputError, match="q_target"):
         slider_move([0, 0, 0], [np.nan, 0, 0], LO, HI, V)
+
+
+def test_the_controllers_validator_accepts_a_slider_move():
+    from manip_control.trajectory_sampler import Trajectory, validate  # what the controller node runs on it
+
+    robot = RobotModel.load("ur5")
+    q0 = np.array([0.3, -1.2, 1.4, -0.8, 0.6, 0.2])
+    t, p, v = slider_move(q0, q0 + 0.7, robot.joint_lower, robot.joint_upper, robot.velocity_limits)
+    points = [SimpleNamespace(time_from_start=float(ti), positions=pi.tolist(), velocities=vi.tolist(),
+                              accelerations=[]) for ti, pi, vi in zip(t, p, v)]
+    traj = validate(Trajectory.from_points(robot.joint_names, points), robot.joint_names, robot.joint_lower,
+                    robot.joint_upper)
+    assert traj.duration == pytest.approx(t[-1])
