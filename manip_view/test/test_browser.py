@@ -54,6 +54,20 @@ def robot_mask(png):
     return im, m
 
 
+def track_of(b, index):
+    """(left, middle y, width) px of the index-th slider's track, once the panel's layout has settled."""
+    b.wait_for("document.body.innerText.includes('condition number')", 60, "the readout")
+    js = (f"(() => {{ const r = document.querySelectorAll('.mantine-Slider-track')[{index}]"
+          ".getBoundingClientRect(); return [r.left, r.top + r.height / 2, r.width]; })()")
+    last, deadline = None, time.monotonic() + 30
+    while True:
+        rect = b.evaluate(js)
+        if rect == last or time.monotonic() > deadline:
+            return rect
+        last = rect
+        time.sleep(0.5)
+
+
 def pin_link_origins(q):
     model = pin.buildModelFromUrdf(str(robot_path("ur5")))
     data = model.createData()
@@ -121,8 +135,7 @@ def test_page_draws_the_arm_where_fk_projects_and_a_slider_moves_it(chromium, tm
             values = b.evaluate("Array.from(document.querySelectorAll('[role=slider]'))"
                                 ".map(e => parseFloat(e.getAttribute('aria-valuenow')))")
             np.testing.assert_allclose(values, Q0)
-            x0, y0, width = b.evaluate("(() => { const r = document.querySelectorAll('.mantine-Slider-track')[1]"
-                                       ".getBoundingClientRect(); return [r.left, r.top + r.height / 2, r.width]; })()")
+            x0, y0, width = track_of(b, 1)
             b.click(x0 + 0.45 * width, y0)
             value = b.wait_for("(() => { const v = parseFloat(document.querySelectorAll('[role=slider]')[1]"
                                f".getAttribute('aria-valuenow')); return Math.abs(v - ({Q0[1]})) > 0.05 && v; }})()",
@@ -208,8 +221,7 @@ def test_live_viewer_on_the_ros_graph_draws_joint_states_and_sends_short_moves(c
                                 f".map(e => parseFloat(e.getAttribute('aria-valuenow'))); return Math.abs(v[0] - "
                                 f"{Q0[0]}) < 1e-6 && v; }})()", 30, "the sliders at the measured position")
             np.testing.assert_allclose(values, Q0)
-            x0, y0, width = b.evaluate("(() => { const r = document.querySelectorAll('.mantine-Slider-track')[1]"
-                                       ".getBoundingClientRect(); return [r.left, r.top + r.height / 2, r.width]; })()")
+            x0, y0, width = track_of(b, 1)
             b.click(x0 + 0.45 * width, y0)
             deadline = time.monotonic() + 30
             while not got and time.monotonic() < deadline:
@@ -244,3 +256,94 @@ def test_live_viewer_on_the_ros_graph_draws_joint_states_and_sends_short_moves(c
         rclpy.shutdown(context=ctx)
     assert proc.returncode == 0, out[-2000:]
     assert "page at http://127.0.0.1" in out and "move to" in out and "stop: empty trajectory sent" in out, out[-2000:]
+
+
+@pytest.mark.slow
+def test_slider_click_moves_the_controllers_commanded_position(chromium):
+    """Page -> viewer -> manip_control controller, process to process: a click on a slider's track makes the
+    controller track toward the clicked value (its controller_state desired position moves, mode TRACKING), from
+    the measured position; Stop brings it back to HOLD."""
+    import threading
+    import urllib.request
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    from manip_msgs.msg import ControllerState
+
+    port = free_port()
+    ur5 = str(robot_path("ur5"))
+    env = dict(os.environ, ROS_DOMAIN_ID=str(np.random.randint(100, 201)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    procs = [subprocess.Popen([sys.executable, "-m", m, "--ros-args", "-p", f"urdf_path:={ur5}", *extra], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for m, extra in (("manip_view.viewer_node", ["-p", f"port:={port}"]),
+                              ("manip_control.controller_node", ["-p", "state_timeout:=1.0"]))]
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=int(env["ROS_DOMAIN_ID"]))
+    node = rclpy.create_node("viewer_controller_test", context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    states = []
+    node.create_subscription(ControllerState, "joint_trajectory_controller/controller_state", states.append, 50)
+    pub = node.create_publisher(JointState, "joint_states", 10)
+    names = RobotScene(*load_robot("ur5")).robot.joint_names
+
+    def publish():
+        msg = JointState(name=list(names), position=list(Q0), velocity=[0.0] * 6)
+        msg.header.stamp = node.get_clock().now().to_msg()
+        pub.publish(msg)
+
+    node.create_timer(0.01, publish)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=2)
+                if states:
+                    break
+            except OSError:
+                pass
+            assert all(p.poll() is None for p in procs) and time.monotonic() < deadline, "viewer or controller down"
+            time.sleep(0.3)
+        assert states[-1].mode == ControllerState.MODE_HOLD
+        with Browser(chromium, W, H) as b:
+            b.open(f"http://127.0.0.1:{port}")
+            b.wait_for("(() => { const s = document.querySelectorAll('[role=slider]'); return s.length == 6 && "
+                       f"Math.abs(parseFloat(s[0].getAttribute('aria-valuenow')) - {Q0[0]}) < 1e-6; }})()", 90,
+                       "the sliders at the measured position")
+            x0, y0, width = track_of(b, 1)
+            n = len(states)
+            b.click(x0 + 0.45 * width, y0)
+            value = float(b.wait_for("(() => { const v = document.querySelectorAll('[role=slider]')[1]"
+                                     f".getAttribute('aria-valuenow'); return Math.abs(v - ({Q0[1]})) > 0.05 && v; }})()",
+                                     30, "the slider to move"))
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                tracking = [s for s in states[n:] if s.mode == ControllerState.MODE_TRACKING]
+                if tracking and abs(tracking[-1].desired_positions[1] - Q0[1]) > 0.5 * abs(value - Q0[1]):
+                    break
+                time.sleep(0.1)
+            assert tracking, "the controller never tracked the slider's move"
+            first = tracking[0].desired_positions
+            assert abs(first[1] - Q0[1]) < 0.05 * abs(value - Q0[1]) + 1e-3  # starts where the arm is: no jump
+            d = np.array(tracking[-1].desired_positions)
+            assert (d[1] - Q0[1]) * (value - Q0[1]) > 0 and abs(d[1] - Q0[1]) > 0.5 * abs(value - Q0[1])
+            np.testing.assert_allclose(np.delete(d, 1), np.delete(Q0, 1), atol=1e-9)  # the other joints stay
+            b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes('Stop'))"
+                       ".click() || 1")
+            n = len(states)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not any(s.mode == ControllerState.MODE_HOLD for s in states[n:]):
+                time.sleep(0.1)
+            assert any(s.mode == ControllerState.MODE_HOLD for s in states[n:]), "Stop did not hold"
+    finally:
+        for p in procs:
+            p.terminate()
+        outs = [p.communicate(timeout=30)[0] for p in procs]
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+    assert "trajectory accepted (topic)" in outs[1], outs[1][-2000:]
