@@ -158,10 +158,14 @@ def run_node(args, name, make_node, make_executor, on_stop=None, on_exit=None,
         else:
             rclpy.logging.get_logger(name).fatal(f"{type(e).__name__}: {e}")
             code = config_status
-    except Exception:
-        if rclpy.ok():
+    except Exception as e:
+        if node is None and stop.is_set():
+            # the signal interrupted the construction somewhere that wraps StartupInterrupted in another error
+            # (e.g. a class body of a module imported lazily: RuntimeError from __set_name__): a stop
+            rclpy.logging.get_logger(name).info(f"stopped during start-up ({type(e).__name__}: {e})")
+        elif rclpy.ok():
             raise
-        # the context went down under a call (only an external rclpy.shutdown does that): a stop, not a crash
+        # else the context went down under a call (only an external rclpy.shutdown does that): a stop
     finally:
         if node is not None and on_exit is not None:
             on_exit(node)
