@@ -28,3 +28,24 @@ def test_a_signal_that_surfaces_as_another_error_during_construction_is_a_clean_
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Traceback" not in p.stderr, p.stderr
     assert "stopped during start-up (RuntimeError" in p.stderr + p.stdout
+
+
+HUNG = textwrap.dedent("""
+    import os, signal, time
+    from manip_core.ros import node_main
+    node_main.STOP_GRACE_S = 1.5
+    node_main.install_stop_handlers()
+    os.kill(os.getpid(), signal.SIGINT)
+    while True:   # a main thread that never returns to the spin loop
+        time.sleep(0.05)
+""")
+
+
+def test_a_node_stuck_after_the_stop_signal_exits_after_the_grace_period_and_says_where():
+    t0 = __import__("time").monotonic()
+    p = subprocess.run([sys.executable, "-c", HUNG], capture_output=True, text=True, timeout=60)
+    elapsed = __import__("time").monotonic() - t0
+    assert p.returncode == 0, p.stderr
+    assert "still running 1.5 s after the stop signal" in p.stderr
+    assert 'File "<string>", line 8' in p.stderr  # the stack of the stuck main thread
+    assert elapsed >= 1.5

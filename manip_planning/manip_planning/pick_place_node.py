@@ -23,10 +23,10 @@ goal_time_tolerance (2 s) sent with every trajectory (0: the controller's defaul
 the controller's dynamics model and left ~0.01 rad of steady-state error in a full-graph run),
 settle_timeout (1 s) and settle_tolerance (0.01 rad: after each trajectory, wait until joint_states are this
 close to its last point, so that the next plan starts where the robot is), grasp_max_distance (0 m: the
-gripper's default), server_timeout (10 s, also for the robot model and the first joint_states), plan_timeout (30 s),
-execute_timeout_margin (10 s beyond the trajectory duration), grasp_timeout (10 s), floor_height (0.0 m:
-IK solutions with a link below it are skipped), and the robot model's urdf_path, robot_description,
-base_link, tip_link (RobotModelSource).
+gripper's default), server_timeout (10 s, also for the robot model, the first joint_states and a planner
+that has no model yet), plan_timeout (30 s), execute_timeout_margin (10 s beyond the trajectory duration),
+grasp_timeout (10 s), floor_height (0.0 m: IK solutions with a link below it are skipped), and the robot
+model's urdf_path, robot_description, base_link, tip_link (RobotModelSource).
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ from manip_core.ros.model_source import RobotModelSource
 from . import pick_place_machine as ppm
 from .joint_path import PlanningError
 from .planner_node import duration_msg, run_node
-from .planning import PATH_CARTESIAN, Planner, PlannerSettings
+from .planning import NOT_READY, PATH_CARTESIAN, Planner, PlannerSettings
 
 Result = PickPlace.Result
 Req = PlanTrajectory.Request
@@ -297,11 +297,19 @@ class PickPlaceNode(Node):
         r.velocity_scaling = float(req.velocity_scaling)
         r.acceleration_scaling = float(req.acceleration_scaling)
         r.avoid_obstacles = bool(req.avoid_obstacles)
-        w = _Wait(self.plan_client.call_async(r))
-        if not w.wait(self.plan_timeout, self._cancelled):
-            why = "canceled" if self._cancelled() else f"no answer within {self.plan_timeout:g} s"
-            return SimpleNamespace(success=False, error_code=-6, message=f"plan_trajectory: {why}", trajectory=None)
-        resp = w.future.result()
+        # a planner that has no model yet (it arrives on the topic as ours did) answers NOT_READY: ask again
+        # until server_timeout
+        not_ready_until = time.monotonic() + self.server_timeout
+        while True:
+            w = _Wait(self.plan_client.call_async(r))
+            if not w.wait(self.plan_timeout, self._cancelled):
+                why = "canceled" if self._cancelled() else f"no answer within {self.plan_timeout:g} s"
+                return SimpleNamespace(success=False, error_code=-6, message=f"plan_trajectory: {why}",
+                                       trajectory=None)
+            resp = w.future.result()
+            if resp.error_code.val != NOT_READY or time.monotonic() > not_ready_until or self._cancelled():
+                break
+            time.sleep(0.2)
         return SimpleNamespace(success=resp.success, error_code=resp.error_code.val, message=resp.message,
                                trajectory=resp.trajectory)
 

@@ -22,14 +22,23 @@ and while it shuts down.
 * :func:`run_node` is the main loop: spin until a signal, ``on_stop(node)`` while the context is still
   valid (a controller commands a hold, servers report their goals), then destroy the node and shut down.
 
-The handlers only set :func:`stop_event`; they are installed once per process and stay until it exits.
+The handlers only set :func:`stop_event` (and start a watchdog: a node still running STOP_GRACE_S = 10 s after
+the first signal prints its threads' stacks and exits); they are installed once per process and stay until it
+exits.
 """
 import contextlib
+import faulthandler
 import importlib
+import os
 import signal
+import sys
 import threading
+import time
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# s after the first stop signal before a node that is still running exits anyway, before ros2 launch's
+# SIGKILL (15 s: SIGTERM at 5 s, which cannot help a main thread that is stuck): see _watchdog
+STOP_GRACE_S = 10.0
 _stop = threading.Event()
 _received = []
 _interrupt_startup = [False]
@@ -39,8 +48,22 @@ class StartupInterrupted(BaseException):
     """A stop signal while the node object was being built (see :func:`interruptible_startup`)."""
 
 
+def _watchdog():
+    """A stop that does not finish (a main thread stuck in a call, or the interpreter's exit waiting for a
+    thread) must not leave the node for SIGKILL: after STOP_GRACE_S the process says where its threads are
+    (faulthandler) and exits at once."""
+    time.sleep(STOP_GRACE_S)
+    sys.stderr.write(f"[node_main] WARNING: still running {STOP_GRACE_S:g} s after the stop signal; exiting now. "
+                     "Threads:\n")
+    sys.stderr.flush()
+    faulthandler.dump_traceback(all_threads=True)
+    os._exit(0)
+
+
 def _handler(signum, frame):
     _received.append(signum)
+    if not _stop.is_set():
+        threading.Thread(target=_watchdog, name="stop_watchdog", daemon=True).start()
     _stop.set()
     if _interrupt_startup[0]:
         _interrupt_startup[0] = False  # once
