@@ -172,6 +172,9 @@ def run(args):
         log(f"simulator up after {time.monotonic() - wall0:.1f} s")
         spin_until(lambda: client.server_is_ready(), args.timeout, "the pick_place action server")
         log("pick_place action server ready")
+        # the controller publishes its state once it has the robot model and joint_states (it rejects goals before)
+        spin_until(lambda: len(rec.t_state) > 0, args.timeout, "the controller (controller_state)")
+        log("controller has the robot model and joint_states")
         spin_until(lambda: len(perceived) > 0, args.timeout, "perceived obstacles (obstacles topic)")
         log(f"perception sees {len(perceived)} obstacle(s)")
         if args.record:
