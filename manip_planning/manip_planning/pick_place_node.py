@@ -224,13 +224,17 @@ class PickPlaceNode(Node):
         except ValueError as e:
             raise ValueError(f"{what}: {e}") from None
 
+    def _wait_for(self, ready):
+        """Poll ready() every 20 ms until it is true or server_timeout has passed; its last value."""
+        end = time.monotonic() + self.server_timeout
+        while not ready() and time.monotonic() < end:
+            time.sleep(0.02)
+        return ready()
+
     def _run(self, handle):
         goal = handle.request
         # a goal may come while the model that was just received is still being set up (on_model): wait for it
-        end = time.monotonic() + self.server_timeout
-        while self.planner is None and time.monotonic() < end:
-            time.sleep(0.02)
-        if self.planner is None:
+        if not self._wait_for(lambda: self.planner is not None):
             return self._finish(handle, Result.PLANNING_FAILED,
                                 f"no robot model within {self.server_timeout:g} s (urdf_path / robot_description "
                                 "parameters or the robot_description topic)")
@@ -250,10 +254,7 @@ class PickPlaceNode(Node):
         for wait, what, code in waits:
             if not wait(timeout_sec=self.server_timeout):
                 return self._finish(handle, code, f"{what} not available after {self.server_timeout:g} s")
-        end = time.monotonic() + self.server_timeout
-        while self.current_joints() is None and time.monotonic() < end:
-            time.sleep(0.02)
-        if self.current_joints() is None:
+        if not self._wait_for(lambda: self.current_joints() is not None):
             return self._finish(handle, Result.PLANNING_FAILED, f"no joint_states with every joint of the robot "
                                                                 f"within {self.server_timeout:g} s")
 
