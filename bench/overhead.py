@@ -7,15 +7,17 @@
 For each op (FK, RNEA, mass matrix, forward dynamics, RNEA derivatives) it times, in one run with the
 variants alternating block by block (so that all see the same load):
 
-- call: ``robot.op(args)`` as a user writes it (input checks, a new output array, numba dispatch, kernel);
+- call: ``robot.op(args)`` as a user writes it (input checks, a new output array, kernel entry point, kernel);
 - call, out= data=: the same with a caller-owned output and workspace (no allocation);
-- dispatcher + kernel: the numba kernel called from Python with ready arrays (no checks, no allocation);
+- entry point + kernel: the kernel's compiled entry point (manip_core._entry, what robot.op calls since
+  2026-11-25) from Python with ready arrays: unboxing and kernel, no per-call type dispatch;
+- dispatcher + kernel: the numba dispatcher with ready arrays (type dispatch, unboxing, kernel);
 - no-op dispatcher: a numba function with the same argument types that does nothing (unboxing, type dispatch);
 - kernel: the kernel called in a compiled loop (no Python at all), per call;
 - Pinocchio: the same op through its Python bindings (results in its Data, as manip's out= call).
 
-and derives: checks + wrapper = (call, out=) - (dispatcher + kernel); allocation = call - (call, out=);
-dispatch = no-op dispatcher; kernel. Times are CPU time of the benchmark's thread (time.thread_time: a thread
+and derives: checks + wrapper = (call, out=) - (entry point + kernel); allocation = call - (call, out=);
+entry point = (entry point + kernel) - kernel; dispatch saved = (dispatcher + kernel) - (entry point + kernel). Times are CPU time of the benchmark's thread (time.thread_time: a thread
 that other jobs deschedule does not count the wait; caches and a shared core still slow it), median and
 minimum over blocks, each block the mean of a loop over 50 states, ns.
 Writes bench/results/overhead-YYYYMMDD-HHMM[-quick].md/.json and overhead-latest.md (full runs).
@@ -38,7 +40,7 @@ from results_io import save_results  # noqa: E402
 
 from numba import njit  # noqa: E402
 
-from manip_core import _derivative_kernels as D, _kernels as K  # noqa: E402
+from manip_core import _derivative_kernels as D, _entry as E, _kernels as K  # noqa: E402
 from manip_core.model import RobotModel  # noqa: E402
 from manip_core.reference_robots import example_robot  # noqa: E402
 
@@ -110,26 +112,32 @@ def variants(robot, pr, data, Q, V, A, TAU):
     v = {
         "fk": {"call": (lambda q: robot.fk(q), q1),
                "call, out= data=": (lambda q: robot.fk(q, out=T, data=data), q1),
+               "entry point + kernel": (lambda q: E.fk(mf, mi, ws, q, T), q1),
                "dispatcher + kernel": (lambda q: K.fk(mf, mi, ws, q, T), q1),
                "no-op dispatcher": (lambda q: _noop(mf, mi, ws, q, T), q1),
                "Pinocchio": (pr.fk, q1)},
         "rnea": {"call": (lambda q, v, a: robot.inverse_dynamics(q, v, a), s3),
                  "call, out= data=": (lambda q, v, a: robot.inverse_dynamics(q, v, a, out=tau, data=data), s3),
+                 "entry point + kernel": (lambda q, v, a: E.rnea(mf, mi, ws, q, v, a, g, f, tau), s3),
                  "dispatcher + kernel": (lambda q, v, a: K.rnea(mf, mi, ws, q, v, a, g, f, tau), s3),
                  "no-op dispatcher": (lambda q, v, a: _noop(mf, mi, ws, q, v, a, g, f, tau), s3),
                  "Pinocchio": (pr.rnea, s3)},
         "crba": {"call": (lambda q: robot.mass_matrix(q), q1),
                  "call, out= data=": (lambda q: robot.mass_matrix(q, out=M, data=data), q1),
+                 "entry point + kernel": (lambda q: E.mass_matrix(mf, mi, ws, q, M), q1),
                  "dispatcher + kernel": (lambda q: K.mass_matrix(mf, mi, ws, q, M), q1),
                  "no-op dispatcher": (lambda q: _noop(mf, mi, ws, q, M), q1),
                  "Pinocchio": (pr.crba, q1)},
         "fd": {"call": (lambda q, v, t: robot.forward_dynamics(q, v, t), f3),
                "call, out= data=": (lambda q, v, t: robot.forward_dynamics(q, v, t, out=tau, data=data), f3),
+               "entry point + kernel": (lambda q, v, t: E.forward_dynamics(mf, mi, ws, q, v, t, g, f, tau), f3),
                "dispatcher + kernel": (lambda q, v, t: K.forward_dynamics(mf, mi, ws, q, v, t, g, f, tau), f3),
                "no-op dispatcher": (lambda q, v, t: _noop(mf, mi, ws, q, v, t, g, f, tau), f3),
                "Pinocchio": (pr.aba, f3)},
         "rnead": {"call": (lambda q, v, a: robot.rnea_derivatives(q, v, a), s3),
                   "call, out= data=": (lambda q, v, a: robot.rnea_derivatives(q, v, a, out=D3, data=data), s3),
+                  "entry point + kernel": (lambda q, v, a: E.rnea_derivatives(mf, mi, ws, dws, q, v, a, g, f,
+                                                                              *D3), s3),
                   "dispatcher + kernel": (lambda q, v, a: D.rnea_derivatives(mf, mi, ws, dws, q, v, a, g, f, *D3),
                                           s3),
                   "no-op dispatcher": (lambda q, v, a: _noop(mf, mi, ws, dws, q, v, a, g, f, *D3), s3),
@@ -166,7 +174,8 @@ def time_op(fns, loop, n_states, blocks):
     return {k: {"median_ns": 1e9 * float(np.median(x)), "min_ns": 1e9 * float(x.min())} for k, x in per.items()}
 
 
-COLS = ["call", "call, out= data=", "dispatcher + kernel", "no-op dispatcher", "kernel", "Pinocchio"]
+COLS = ["call", "call, out= data=", "entry point + kernel", "dispatcher + kernel", "no-op dispatcher", "kernel",
+        "Pinocchio"]
 
 
 def render(res):
@@ -187,19 +196,22 @@ def render(res):
                      f" | {d['call']['median_ns'] / d['Pinocchio']['median_ns']:.2f}x"
                      f" | {d['call, out= data=']['median_ns'] / d['Pinocchio']['median_ns']:.2f}x |")
     L += ["", "## Breakdown of `call` (ns, derived from the minima over blocks: the least disturbed)", "",
-          "| robot | op | input checks + wrapper | output allocation | numba dispatch (no-op, same args) | "
-          "kernel | rest (kernel entry, return) | call |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+          "| robot | op | input checks + wrapper | output allocation | entry point (unboxing, call, return) | "
+          "kernel | call | numba type dispatch (saved by the entry point) |",
+          "|---|---|---:|---:|---:|---:|---:|---:|"]
     for rname, ops in res["robots"].items():
         for op, label in OPS:
             d = {k: v["min_ns"] for k, v in ops[op].items()}
-            checks = d["call, out= data="] - d["dispatcher + kernel"]
+            checks = d["call, out= data="] - d["entry point + kernel"]
             alloc = d["call"] - d["call, out= data="]
-            rest = d["dispatcher + kernel"] - d["no-op dispatcher"] - d["kernel"]
-            L.append(f"| {rname} | {label} | {checks:.0f} | {alloc:.0f} | {d['no-op dispatcher']:.0f} | "
-                     f"{d['kernel']:.0f} | {rest:.0f} | {d['call']:.0f} |")
+            entry = d["entry point + kernel"] - d["kernel"]
+            saved = d["dispatcher + kernel"] - d["entry point + kernel"]
+            L.append(f"| {rname} | {label} | {checks:.0f} | {alloc:.0f} | {entry:.0f} | "
+                     f"{d['kernel']:.0f} | {d['call']:.0f} | {saved:.0f} |")
     L += ["", "Columns: *call* `robot.op(...)`; *call, out= data=* with caller-owned output and RobotData; "
-          "*dispatcher + kernel* the numba kernel called from Python with ready arrays; *no-op dispatcher* a numba "
-          "function with the same argument types that returns 0; *kernel* the kernel in a compiled loop; "
+          "*entry point + kernel* the kernel's compiled entry point (manip_core._entry, no type dispatch) called "
+          "from Python with ready arrays; *dispatcher + kernel* the numba dispatcher with ready arrays; "
+          "*no-op dispatcher* a numba function with the same argument types (as *args) that returns 0; *kernel* the kernel in a compiled loop; "
           "*Pinocchio* its Python binding (`forwardKinematics`+`updateFramePlacement`, `rnea`, `crba`, `aba`, "
           "`computeRNEADerivatives`, each through one Python function like manip's variants). Every time "
           "includes a Python loop over 50 states and one Python call (a lambda or PinRobot method, ~50-80 ns "

@@ -632,6 +632,22 @@ def jacobian_dot(mf, mi, ws, dws, q, qd, body_frame, out):
     return 0
 
 
+# Without the GIL, for callers that pass their own workspace (see _kernels.fk_nogil).
+@njit(**_JIT)
+def rnea_derivatives_nogil(mf, mi, ws, dws, q, qd, qdd, grav, ftip, dq, dv, M):
+    return rnea_derivatives(mf, mi, ws, dws, q, qd, qdd, grav, ftip, dq, dv, M)
+
+
+@njit(**_JIT)
+def forward_dynamics_derivatives_nogil(mf, mi, ws, dws, q, qd, tau, grav, ftip, dq, dv, minv):
+    return forward_dynamics_derivatives(mf, mi, ws, dws, q, qd, tau, grav, ftip, dq, dv, minv)
+
+
+@njit(**_JIT)
+def jacobian_dot_nogil(mf, mi, ws, dws, q, qd, body_frame, out):
+    return jacobian_dot(mf, mi, ws, dws, q, qd, body_frame, out)
+
+
 # ---------------------------------------------------------------------------------------------- batched
 @njit(cache=True, parallel=True, error_model="numpy")
 def rnea_derivatives_batch(mf, mi, Q, QD, QDD, grav, ftip, dq, dv, M):

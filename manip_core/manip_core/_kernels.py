@@ -791,6 +791,38 @@ def forward_dynamics(mf, mi, ws, q, qd, tau, grav, ftip, qdd):
     return 0
 
 
+# The same entry points without the GIL, for callers that pass their own workspace (RobotModel methods called
+# with data=, manip_core._entry): threads that each own a RobotData then run their kernels at the same time.
+@njit(**_JIT)
+def fk_nogil(mf, mi, ws, q, out):
+    return fk(mf, mi, ws, q, out)
+
+
+@njit(**_JIT)
+def jacobian_space_nogil(mf, mi, ws, q, out):
+    return jacobian_space(mf, mi, ws, q, out)
+
+
+@njit(**_JIT)
+def jacobian_body_nogil(mf, mi, ws, q, out):
+    return jacobian_body(mf, mi, ws, q, out)
+
+
+@njit(**_JIT)
+def rnea_nogil(mf, mi, ws, q, qd, qdd, grav, ftip, tau):
+    return rnea(mf, mi, ws, q, qd, qdd, grav, ftip, tau)
+
+
+@njit(**_JIT)
+def mass_matrix_nogil(mf, mi, ws, q, M):
+    return mass_matrix(mf, mi, ws, q, M)
+
+
+@njit(**_JIT)
+def forward_dynamics_nogil(mf, mi, ws, q, qd, tau, grav, ftip, qdd):
+    return forward_dynamics(mf, mi, ws, q, qd, tau, grav, ftip, qdd)
+
+
 # -------------------------------------------------------------------------------------------- batched
 @njit(**_JIT)
 def _chunks(n):

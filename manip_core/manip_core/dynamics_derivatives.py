@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _derivative_kernels as D
+from . import _derivative_kernels as D, _entry as E
 from .errors import InputError
 
 _F64 = np.dtype(np.float64)
@@ -27,8 +27,7 @@ def _out(out, n, what):
     if not isinstance(out, (tuple, list)) or len(out) != len(shapes):
         raise InputError(f"{what}: out must be a tuple of {len(shapes)} arrays of shapes {shapes}")
     for a, s in zip(out, shapes):
-        if not (a.__class__ is np.ndarray and a.shape == s and a.dtype is _F64 and a.flags.c_contiguous
-                and a.flags.writeable):
+        if not (a.__class__ is np.ndarray and a.shape == s and a.dtype is _F64 and a.flags.carray):
             raise InputError(f"{what}: out must hold writeable C-contiguous float64 arrays of shapes {shapes}, "
                              f"got {getattr(a, 'shape', type(a).__name__)} "
                              f"{getattr(a, 'dtype', '')}")
@@ -38,7 +37,7 @@ def _out(out, n, what):
 def _scratch(robot, data):
     if data is None:
         return robot._ws, robot._dws
-    return robot._ws_of(data), data.dws
+    return robot._ws_of(data), data._dws
 
 
 def rnea_derivatives(robot, q, qd, qdd, gravity, f_tip, out, data=None):
@@ -47,8 +46,10 @@ def rnea_derivatives(robot, q, qd, qdd, gravity, f_tip, out, data=None):
     q, qd, qdd = robot._vec3(q, qd, qdd, ("q", "qd", "qdd"))
     dq, dv, M = _out(out, robot.dof, "rnea_derivatives")
     ws, dws = _scratch(robot, data)
-    if D.rnea_derivatives(robot._mf, robot._mi, ws, dws, q, qd, qdd, robot._gravity(gravity),
-                          _EMPTY if f_tip is None else robot._ftip(f_tip), dq, dv, M):
+    # compiled entry points (manip_core._entry): every array is checked above; with data= without the GIL
+    if (E.rnea_derivatives if data is None else E.rnea_derivatives_nogil)(
+            robot._mf, robot._mi, ws, dws, q, qd, qdd, robot._gravity(gravity),
+            _EMPTY if f_tip is None else robot._ftip(f_tip), dq, dv, M):
         robot._status(1, "rnea_derivatives")
     return dq, dv, M
 
@@ -59,8 +60,9 @@ def forward_dynamics_derivatives(robot, q, qd, tau, gravity, f_tip, out, data=No
     q, qd, tau = robot._vec3(q, qd, tau, ("q", "qd", "tau"))
     dq, dv, minv = _out(out, robot.dof, "forward_dynamics_derivatives")
     ws, dws = _scratch(robot, data)
-    st = D.forward_dynamics_derivatives(robot._mf, robot._mi, ws, dws, q, qd, tau, robot._gravity(gravity),
-                                        _EMPTY if f_tip is None else robot._ftip(f_tip), dq, dv, minv)
+    st = (E.forward_dynamics_derivatives if data is None else E.forward_dynamics_derivatives_nogil)(
+        robot._mf, robot._mi, ws, dws, q, qd, tau, robot._gravity(gravity),
+        _EMPTY if f_tip is None else robot._ftip(f_tip), dq, dv, minv)
     if st:
         robot._status(st, "forward_dynamics_derivatives")
     return dq, dv, minv
@@ -76,15 +78,15 @@ def jacobian_time_derivative(robot, q, qd, frame, out, data=None):
     q, qd = robot._vec(q, n, "q"), robot._vec(qd, n, "qd")
     if out is None:
         dJ = np.empty((6, n))
-    elif (out.__class__ is np.ndarray and out.shape == (6, n) and out.dtype is _F64 and out.flags.c_contiguous
-          and out.flags.writeable):
+    elif out.__class__ is np.ndarray and out.shape == (6, n) and out.dtype is _F64 and out.flags.carray:
         dJ = out
     else:
         raise InputError(f"jacobian_time_derivative: out must be a writeable C-contiguous float64 array of "
                          f"shape (6, {n}), got {getattr(out, 'shape', type(out).__name__)} "
                          f"{getattr(out, 'dtype', '')}")
     ws, dws = _scratch(robot, data)
-    if D.jacobian_dot(robot._mf, robot._mi, ws, dws, q, qd, _FRAMES[frame], dJ):
+    if (E.jacobian_dot if data is None else E.jacobian_dot_nogil)(robot._mf, robot._mi, ws, dws, q, qd,
+                                                                  _FRAMES[frame], dJ):
         robot._status(1, "jacobian_time_derivative")
     return dJ
 

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 import numpy as np
 
-from . import _derivative_kernels as _DK, _ik_kernel, _kernels as K, _lane_kernels as _LK
+from . import _derivative_kernels as _DK, _entry as E, _ik_kernel, _kernels as K, _lane_kernels as _LK
 from . import dynamics_derivatives as _deriv
 from .compile import compile_tree
 from .errors import InputError, ModelError
@@ -20,6 +20,14 @@ _EMPTY = np.zeros(0)
 _G_ZERO = np.zeros(3)
 _QVA, _QVT = ("q", "qd", "qdd"), ("q", "qd", "tau")
 _F64 = np.dtype(np.float64)
+
+
+def _float64(x, what, convert=np.asarray):
+    """convert(x) as float64; InputError naming ``what`` when x holds no numbers (text, None, ragged lists)."""
+    try:
+        return convert(x, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"{what} must be an array of numbers, got {type(x).__name__}: {e}") from None
 
 
 @dataclass
@@ -121,9 +129,14 @@ class RobotModel:
 
     # --------------------------------------------------------------------------------------- checks
     def _vec(self, x, n, what):
-        if x.__class__ is np.ndarray and x.shape == (n,) and x.dtype is _F64 and x.flags.c_contiguous:
+        """x as a float64 C-contiguous aligned (n,) array (x itself when it is one), else InputError naming it.
+        The kernels' compiled entry points (manip_core._entry) rely on these checks."""
+        if x.__class__ is np.ndarray and x.shape == (n,) and x.dtype is _F64 and x.flags.carray:
             return x  # the common case, checked in ~0.1 us
-        a = np.ascontiguousarray(x, dtype=np.float64)
+        if x.__class__ is np.ndarray and x.shape == (n,) and x.dtype is _F64 and x.flags.c_contiguous \
+                and x.flags.aligned:
+            return x  # read-only: the kernels never write their inputs
+        a = _float64(x, what, lambda v, dtype: np.require(v, dtype, ("C", "A")))
         if a.shape != (n,):
             raise InputError(f"{what} must have shape ({n},) for {self.name} ({', '.join(self.joint_names)})"
                              if n == self.dof else f"{what} must have shape ({n},), got {a.shape}")
@@ -134,7 +147,7 @@ class RobotModel:
         n = self.dof
         if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and c.__class__ is np.ndarray
                 and a.shape == b.shape == c.shape == (n,) and a.dtype is _F64 and b.dtype is _F64
-                and c.dtype is _F64 and a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous):
+                and c.dtype is _F64 and a.flags.carray and b.flags.carray and c.flags.carray):
             return a, b, c
         return self._vec(a, n, names[0]), self._vec(b, n, names[1]), self._vec(c, n, names[2])
 
@@ -143,23 +156,22 @@ class RobotModel:
         """The caller's output array (float64, C-contiguous, writeable, of this shape) or a new one."""
         if out is None:
             return np.empty(shape)
-        if out.__class__ is np.ndarray and out.shape == shape and out.dtype is _F64 and out.flags.c_contiguous \
-                and out.flags.writeable:
-            return out
-        raise InputError(f"out must be a writeable C-contiguous float64 array of shape {shape}, got "
+        if out.__class__ is np.ndarray and out.shape == shape and out.dtype is _F64 and out.flags.carray:
+            return out  # carray: C-contiguous, aligned, writeable
+        raise InputError(f"out must be a writeable aligned C-contiguous float64 array of shape {shape}, got "
                          f"{type(out).__name__} {getattr(out, 'shape', '')} {getattr(out, 'dtype', '')}")
 
     def _ws_of(self, data):
         if data._mi is not self._mi:
             raise InputError(f"data was created by another RobotModel than {self.name!r} (use create_data())")
-        return data.ws
+        return data._ws
 
     def create_data(self):
         """A RobotData: preallocated kernel scratch owned by one caller (or thread); pass it as ``data=``."""
         return RobotData(self)
 
     def _batch(self, X, what):
-        a = np.ascontiguousarray(X, dtype=np.float64)
+        a = _float64(X, what, np.ascontiguousarray)
         if a.ndim != 2 or a.shape[1] != self.dof:
             raise InputError(f"{what} must have shape (N, {self.dof}), got {a.shape}")
         return a
@@ -204,10 +216,12 @@ class RobotModel:
         model's own scratch when None). Every single-call method below takes the same two keywords."""
         q = self._vec(q, self.dof, "q")
         out = np.empty((4, 4)) if out is None else self._out(out, (4, 4))
-        ws = self._ws if data is None else self._ws_of(data)
         if link is None:
-            st = K.fk(self._mf, self._mi, ws, q, out)
+            # compiled entry points (manip_core._entry): q and out are checked above; with data= without the GIL
+            st = E.fk(self._mf, self._mi, self._ws, q, out) if data is None else \
+                E.fk_nogil(self._mf, self._mi, self._ws_of(data), q, out)
         else:
+            ws = self._ws if data is None else self._ws_of(data)
             frame = self._link_frames.get(link)
             if frame is None:
                 raise InputError(f"link '{link}' is not below base '{self.base_link}' of {self.name} "
@@ -228,7 +242,8 @@ class RobotModel:
         """Space Jacobian (6, dof): the tip's spatial twist [omega; v] in the base frame is J_s qd."""
         q = self._vec(q, self.dof, "q")
         out = np.empty((6, self.dof)) if out is None else self._out(out, (6, self.dof))
-        if K.jacobian_space(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, out):
+        if E.jacobian_space(self._mf, self._mi, self._ws, q, out) if data is None else \
+                E.jacobian_space_nogil(self._mf, self._mi, self._ws_of(data), q, out):
             self._status(1, "jacobian_space")
         return out
 
@@ -236,7 +251,8 @@ class RobotModel:
         """Body Jacobian (6, dof): the tip's twist [omega; v] in the tip frame is J_b qd; J_b = Ad_{T^-1} J_s."""
         q = self._vec(q, self.dof, "q")
         out = np.empty((6, self.dof)) if out is None else self._out(out, (6, self.dof))
-        if K.jacobian_body(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, out):
+        if E.jacobian_body(self._mf, self._mi, self._ws, q, out) if data is None else \
+                E.jacobian_body_nogil(self._mf, self._mi, self._ws_of(data), q, out):
             self._status(1, "jacobian_body")
         return out
 
@@ -269,7 +285,7 @@ class RobotModel:
         for arms with fewer than six joints. success is True only when the returned q is within limits and
         within both tolerances. Restarts draw from a generator seeded with ``seed`` (repeatable).
         """
-        T = np.asarray(T_target, dtype=np.float64)
+        T = _float64(T_target, "T_target")
         if T.shape == (3,):
             T = np.vstack([np.hstack([np.eye(3), T[:, None]]), [0, 0, 0, 1]])
             position_only = True if position_only is None else position_only
@@ -314,7 +330,7 @@ class RobotModel:
         solver = self.analytic_ik()
         if solver is None:
             raise NotImplementedError(f"{self.name}: no closed-form IK for this joint geometry; use ik()")
-        T = np.asarray(T_target, dtype=np.float64)
+        T = _float64(T_target, "T_target")
         if not np.all(np.isfinite(T)):
             raise InputError("T_target holds NaN or inf")
         sols, reason = solver.solve(T)
@@ -335,7 +351,8 @@ class RobotModel:
         # the defaults inline (no call): this is the hot path of a control loop
         g = self._g_default if gravity is GRAVITY_DEFAULT else self._gravity(gravity)
         f = _EMPTY if f_tip is None else self._ftip(f_tip)
-        if K.rnea(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, qd, qdd, g, f, out):
+        if E.rnea(self._mf, self._mi, self._ws, q, qd, qdd, g, f, out) if data is None else \
+                E.rnea_nogil(self._mf, self._mi, self._ws_of(data), q, qd, qdd, g, f, out):
             self._status(1, "inverse_dynamics")
         return out
 
@@ -360,7 +377,8 @@ class RobotModel:
             self._need_inertia()
         q = self._vec(q, self.dof, "q")
         out = np.empty((self.dof, self.dof)) if out is None else self._out(out, (self.dof, self.dof))
-        if K.mass_matrix(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, out):
+        if E.mass_matrix(self._mf, self._mi, self._ws, q, out) if data is None else \
+                E.mass_matrix_nogil(self._mf, self._mi, self._ws_of(data), q, out):
             self._status(1, "mass_matrix")
         return out
 
@@ -409,8 +427,8 @@ class RobotModel:
         out = np.empty(self.dof) if out is None else self._out(out, (self.dof,))
         g = self._g_default if gravity is GRAVITY_DEFAULT else self._gravity(gravity)
         f = _EMPTY if f_tip is None else self._ftip(f_tip)
-        st = K.forward_dynamics(self._mf, self._mi, self._ws if data is None else self._ws_of(data), q, qd, tau,
-                                g, f, out)
+        st = E.forward_dynamics(self._mf, self._mi, self._ws, q, qd, tau, g, f, out) if data is None else \
+            E.forward_dynamics_nogil(self._mf, self._mi, self._ws_of(data), q, qd, tau, g, f, out)
         if st:
             self._status(st, "forward_dynamics")
         return out

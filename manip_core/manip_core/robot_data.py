@@ -21,13 +21,22 @@ class RobotData:
     the Jacobian's time derivative (float64 arrays sized for the model's bodies and joints).
     """
 
-    __slots__ = ("ws", "dws", "_mi", "_name")
+    __slots__ = ("_ws", "_dws", "_mi", "_name")
 
     def __init__(self, model):
         self._mi = model._mi  # identity tells which model this data belongs to
         self._name = model.name
-        self.ws = K.new_ws(model._mi)
-        self.dws = _DK.new_dws(model._mi)
+        self._ws = K.new_ws(model._mi)
+        self._dws = _DK.new_dws(model._mi)
+
+    # read-only: the kernels' compiled entry points (manip_core._entry) trust these arrays' type and size
+    @property
+    def ws(self):
+        return self._ws
+
+    @property
+    def dws(self):
+        return self._dws
 
     def __repr__(self):
         return f"RobotData(for {self._name!r}, {self.ws.size + self.dws.size} floats)"

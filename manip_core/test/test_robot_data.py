@@ -137,3 +137,54 @@ def test_bad_out_and_data_errors(ur5):
         ur5.fk(q, data=panda.create_data())
     with pytest.raises(InputError, match="another RobotModel"):
         ur5.rnea_derivatives(q, q, q, data=panda.create_data())
+
+
+def test_unusual_inputs_take_the_checked_path(ur5):
+    """The single calls run the kernels' compiled entry points (manip_core._entry), which trust their arrays:
+    read-only, unaligned, strided, integer and list inputs must still give the results of a plain array."""
+    q, qd, qdd = _state(ur5, 4)
+    ref = (ur5.fk(q), ur5.inverse_dynamics(q, qd, qdd), ur5.mass_matrix(q))
+    ro = q.copy()
+    ro.setflags(write=False)
+    raw = np.zeros(8 * ur5.dof + 1, dtype=np.uint8)
+    unaligned = raw[1:].view(np.float64)
+    unaligned[:] = q
+    assert not unaligned.flags.aligned
+    strided = np.repeat(q, 2)[::2]
+    for x in (ro, unaligned, strided, list(q)):
+        np.testing.assert_array_equal(ur5.fk(x), ref[0])
+        np.testing.assert_array_equal(ur5.inverse_dynamics(x, qd, qdd), ref[1])
+        np.testing.assert_array_equal(ur5.mass_matrix(x, data=ur5.create_data()), ref[2])
+    qi = np.arange(ur5.dof)
+    np.testing.assert_array_equal(ur5.fk(qi), ur5.fk(qi.astype(float)))
+    with pytest.raises(InputError, match=r"q must have shape \(6,\)"):
+        ur5.fk(np.zeros(5))
+    with pytest.raises(InputError, match="NaN"):
+        ur5.inverse_dynamics(q, np.full(ur5.dof, np.nan), qdd)
+
+
+def test_threads_with_their_own_data_agree(ur5):
+    """With data=, the kernels run without the GIL (manip_core._kernels.*_nogil): threads that each own a
+    RobotData get exactly the serial results."""
+    import threading
+    states = [_state(ur5, 10 + k) for k in range(40)]
+    expected = [(ur5.inverse_dynamics(*s), ur5.forward_dynamics(*s), ur5.rnea_derivatives(*s)[0]) for s in states]
+    got = [[None] * len(states) for _ in range(2)]
+
+    def work(t):
+        data, tau = ur5.create_data(), np.empty(ur5.dof)
+        for _ in range(20):
+            for k, s in enumerate(states):
+                got[t][k] = (ur5.inverse_dynamics(*s, out=tau, data=data).copy(),
+                             ur5.forward_dynamics(*s, data=data), ur5.rnea_derivatives(*s, data=data)[0])
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for t in range(2):
+        for e, g in zip(expected, got[t]):
+            for a, b in zip(e, g):
+                np.testing.assert_array_equal(a, b)
+    assert K.rnea_nogil.targetoptions["nogil"] and not K.rnea.targetoptions["nogil"]
