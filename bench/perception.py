@@ -127,8 +127,9 @@ def bag_inputs(out_dir):
 
 
 # ------------------------------------------------------------------------------------------ timing
-def run_chain(inp, sgbm, params, reps, link_points_of=None, min_depth=0.45, max_depth=3.0, scale=1.0):
-    """Per-stage seconds (lists) over frames x reps, and the last detections per frame."""
+def run_chain(inp, sgbm, params, reps, body=None, min_depth=0.45, max_depth=3.0, scale=1.0):
+    """Per-stage seconds (lists) over frames x reps, and the last detections per frame. body: a
+    robot_body.RobotBody posed at each frame's joint values (the self-filter), or None."""
     from manip_msgs.msg import Obstacle as ObstacleMsg
     from manip_msgs.msg import ObstacleArray
     matcher = DisparityMatcher(sgbm)
@@ -154,8 +155,8 @@ def run_chain(inp, sgbm, params, reps, link_points_of=None, min_depth=0.45, max_
             pts = back_project(disparity_to_depth(disp, f, B), f, f, (cx + 0.5) * scale - 0.5,
                                (cy + 0.5) * scale - 0.5, max_depth=max_depth, min_depth=min_depth)
             t3 = time.perf_counter()
-            lp = link_points_of(q) if (link_points_of is not None and q is not None) else None
-            det = detect_obstacles(pts, params, link_points=lp)
+            posed = body.at(q) if (body is not None and q is not None) else None
+            det = detect_obstacles(pts, params, robot=posed)
             t4 = time.perf_counter()
             obs = tracker.update(det.obstacles)
             out = ObstacleArray()
@@ -257,7 +258,10 @@ def main(argv=None):
 
     # Accuracy per bag (library chain, the node's settings of the bag test), and the texture threshold.
     from manip_core import RobotModel
+    from manip_perception.robot_body import RobotBody
     model = RobotModel.load('ur5')
+    # The bundled UR5 has no collision geometry: capsules along its chain (the node's self_filter_radius)
+    body = RobotBody.from_description(model, ROOT / 'manip_core/manip_core/robots/ur5.urdf', 0.08)
     for b in bags:
         rb = b['rb']
         for tex, scale in ((0.0, 1.0), (1.5, 1.0), (3.0, 1.0), (3.0, 0.5)):
@@ -265,7 +269,7 @@ def main(argv=None):
             lo_s, num_s = disparity_range(b['fx'] * scale, b['baseline'], 0.45, 3.0, 0, 5)
             sgbm = SgbmParams(min_disparity=lo_s, num_disparities=num_s, texture_threshold=tex)
             params = ObstacleParams(camera_position=b['pose'][0], camera_orientation_xyzw=b['pose'][1])
-            _, dets = run_chain(b, sgbm, params, 1, link_points_of=lambda q: rb.arm_chain(model, q), scale=scale)
+            _, dets = run_chain(b, sgbm, params, 1, body=body, scale=scale)
             key = f"{b['name']}, texture {tex}" + (", half resolution" if scale != 1.0 else "")
             results['accuracy'][key] = rb.score(dets, b['truth'])
     results['uptime_end'] = subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()

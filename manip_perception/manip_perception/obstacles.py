@@ -1,5 +1,6 @@
 """Obstacles from a camera point cloud: base-frame transform, workspace crop and voxel grid (one pass,
-voxel_grid), support-plane detection and removal (support_plane), robot self-filter, Euclidean clusters
+voxel_grid), support-plane detection and removal (support_plane), robot self-filter (robot_body: the robot's
+collision geometry at the images' joint values, held objects, objects to pick), Euclidean clusters
 (connected components of the voxel grid) and their boxes.
 
 No rclpy import. Points are (N, 3) arrays in metres; the camera pose is the optical frame of the left camera
@@ -90,32 +91,6 @@ def voxel_downsample(points, voxel_size, min_points=1):
     return cent, counts
 
 
-def self_filter(points, link_points, radius, segments=True):
-    """Mask of the points farther than ``radius`` from the robot: from each of ``link_points`` (M, 3; e.g.
-    the link origins of the chain in order, computed with forward kinematics) and, with ``segments``, from
-    the segments joining consecutive link points. ``radius``: scalar or one per link point/segment."""
-    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    links = np.asarray(link_points, dtype=np.float64).reshape(-1, 3)
-    keep = np.ones(pts.shape[0], dtype=bool)
-    if links.shape[0] == 0 or pts.shape[0] == 0:
-        return keep
-    r = np.broadcast_to(np.asarray(radius, dtype=float), (links.shape[0],))
-    if segments and links.shape[0] >= 2:
-        a, b = links[:-1], links[1:]
-        ab = b - a
-        ab2 = np.maximum(np.einsum('ij,ij->i', ab, ab), 1e-18)
-        rs = np.maximum(r[:-1], r[1:])
-        for k in range(a.shape[0]):
-            t = np.clip((pts - a[k]) @ ab[k] / ab2[k], 0.0, 1.0)
-            d2 = np.sum((pts - (a[k] + t[:, None] * ab[k])) ** 2, axis=1)
-            keep &= d2 > rs[k] ** 2
-    else:
-        for k in range(links.shape[0]):
-            keep &= np.sum((pts - links[k]) ** 2, axis=1) > r[k] ** 2
-    return keep
-
-
-
 # ------------------------------------------------------------------------------------------ clusters
 @dataclass
 class Obstacle:
@@ -191,7 +166,8 @@ class ObstacleParams:
     cluster_min_neighbors: int = 6
     min_cluster_points: int = 30
     min_cluster_extent: float = 0.02
-    self_filter_radius: float = 0.1
+    self_filter_padding: float = 0.03
+    object_margin: float = 0.02
     seed: int = 0
 
     def plane_params(self):
@@ -206,7 +182,7 @@ class ObstacleParams:
         crop_box(np.zeros((0, 3)), self.workspace_min, self.workspace_max)
         if not self.voxel_size > 0:
             raise ObstacleError(f"voxel_size must be > 0, got {self.voxel_size}")
-        for name in ('plane_margin', 'self_filter_radius', 'min_cluster_extent'):
+        for name in ('plane_margin', 'self_filter_padding', 'object_margin', 'min_cluster_extent'):
             if not getattr(self, name) >= 0:
                 raise ObstacleError(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in ('cluster_radius_voxels', 'cluster_min_neighbors', 'min_cluster_points', 'voxel_min_points'):
@@ -230,13 +206,14 @@ class Detection:
     timings: dict = field(default_factory=dict)  # seconds per stage
 
 
-def detect_obstacles(points_camera, params, link_points=None, camera_pose=None):
+def detect_obstacles(points_camera, params, robot=None, camera_pose=None):
     """The whole chain for one cloud in the camera optical frame; returns a :class:`Detection`.
 
     ``camera_pose``: (4, 4) optical frame in the base frame (e.g. from tf); default: the parameters'.
     Stages: base frame + workspace crop + voxel grid (one pass) -> support plane (RANSAC, removed when a
     plausible one is found; ``plane_fit`` false: the fixed plane z = table_height) -> self-filter (when
-    ``link_points`` is given) -> Euclidean clustering of the voxels -> boxes.
+    ``robot``, a robot_body.PosedBody, is given: points within ``self_filter_padding`` of its spheres or
+    within ``object_margin`` of its boxes are dropped) -> Euclidean clustering of the voxels -> boxes.
     """
     p = params
     t = time.perf_counter
@@ -264,8 +241,8 @@ def detect_obstacles(points_camera, params, link_points=None, camera_pose=None):
     counts['above_plane'] = pts.shape[0]
     t2 = t()
     timings['plane'] = t2 - t1
-    if link_points is not None and len(link_points):
-        keep = self_filter(pts, link_points, p.self_filter_radius)
+    if robot is not None:
+        keep = robot.mask(pts, p.self_filter_padding, p.object_margin)
         pts, ijk = pts[keep], ijk[keep]
     counts['self_filtered'] = pts.shape[0]
     t3 = t()

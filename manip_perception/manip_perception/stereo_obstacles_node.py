@@ -9,10 +9,12 @@ Publishes (reliable, depth 10): ``stereo/disparity`` (DisparityImage), ``stereo/
 optical frame), ``obstacles`` (manip_msgs/ObstacleArray in ``base_frame``, stamp of the images),
 ``obstacle_markers`` (MarkerArray: DELETEALL, then one CUBE per obstacle).
 
-Optional self-filter (parameter ``self_filter``, off by default): the robot model comes from
-manip_core's RobotModelSource (``urdf_path`` / ``robot_description`` parameters or topic) and the joint
-values from ``joint_states`` (the message whose stamp is nearest to the images'); points near the links are
-dropped before clustering.
+Self-filter (parameter ``self_filter``, on by default; robot_body): the robot model comes from manip_core's
+RobotModelSource (``urdf_path`` / ``robot_description`` parameters, else the ``robot_description`` topic) and
+the joint values from ``joint_states`` (the message whose stamp is nearest to the images'); points within
+``self_filter_padding`` of the robot's collision geometry at those joint values are dropped before clustering,
+and so are the points of the objects named on ``known_objects`` (manip_msgs/SceneObjectArray): an attached
+object (held: part of the robot, it moves with its link) or an object to pick (not an obstacle).
 
 The maths is in image_conversion, stereo, voxel_grid, support_plane, obstacles, tracking, tf_buffer and
 pairing (no rclpy there).
@@ -27,6 +29,7 @@ import collections
 import dataclasses
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 import rclpy
@@ -49,6 +52,7 @@ from .pairing import StereoPairer
 from .stereo import (Calibration, DisparityMatcher, Rectifier, SgbmParams, StereoError, back_project,
                      disparity_range, pack_pointcloud2)
 from .tf_buffer import TransformBuffer, TransformError
+from .known_objects import KNOWN_OBJECTS_QOS_DEPTH, KnownObjects
 from .tracking import ObstacleTracker
 
 # name: (default, description). Floats and float lists accept integers too (dynamic typing + conversion).
@@ -114,9 +118,16 @@ PARAMETERS = {
     'track_appear_frames': (1, 'an obstacle is published after this many consecutive frames with it (1: at once)'),
     'track_disappear_frames': (1, 'and removed after this many consecutive frames without it (1: at once)'),
     'track_match_distance': (0.05, 'largest box-centre motion between frames of the same obstacle (m)'),
-    'self_filter': (False, 'drop points near the robot links: needs the robot model (urdf_path, robot_description '
-                           'parameter or topic; its base link must be base_frame) and joint_states; start-up only'),
-    'self_filter_radius': (0.1, 'self-filter distance from the link origins and the segments between them (m)'),
+    'self_filter': (True, 'drop the points of the robot itself (its collision geometry at the joint_states nearest '
+                          'to the images) and of the known_objects: needs the robot model (urdf_path, '
+                          'robot_description parameter or topic) and joint_states, skipped (logged) until both '
+                          'arrive; start-up only'),
+    'self_filter_padding': (0.03, 'points within this distance of the robot collision geometry are dropped (m): '
+                                  'visual meshes larger than the collision ones, stereo smear at silhouettes, '
+                                  'joint_states timing'),
+    'self_filter_radius': (0.08, 'robots without collision geometry (or whose meshes cannot be read): capsules of this '
+                                 'radius along the link chain instead (m); read when the model arrives'),
+    'object_margin': (0.02, 'points within this distance of a known object box (held, or to pick) are dropped (m)'),
     'max_pairing_delay': (0.5, 'an image without a partner of identical stamp is dropped after this (s)'),
     'pairing_buffer_size': (10, 'images kept per side while waiting for a partner'),
     'reject_log_period': (5.0, 'smallest interval between two logs of the same rejection reason (s)'),
@@ -127,7 +138,7 @@ OBSTACLE_PARAM_NAMES = ('camera_position', 'camera_orientation_xyzw', 'workspace
                         'plane_search_band', 'plane_max_tilt_deg', 'plane_inlier_threshold', 'plane_min_area',
                         'plane_min_camera_height', 'plane_max_camera_height', 'ransac_iterations',
                         'cluster_radius_voxels', 'cluster_min_neighbors', 'min_cluster_points',
-                        'min_cluster_extent', 'self_filter_radius')
+                        'min_cluster_extent', 'self_filter_padding', 'object_margin')
 SGBM_PARAM_NAMES = {'min_disparity': 'min_disparity', 'block_size': 'block_size',
                     'uniqueness_ratio': 'uniqueness_ratio',
                     'speckle_window_size': 'speckle_window_size', 'speckle_range': 'speckle_range',
@@ -137,6 +148,9 @@ SGBM_PARAM_NAMES = {'min_disparity': 'min_disparity', 'block_size': 'block_size'
 #: one instead of queueing); best effort, compatible with qos_profile_sensor_data publishers.
 NEWEST_IMAGE = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
 RELIABLE = QoSProfile(depth=10)
+#: known_objects: the latest set, also to a late joiner (publish it transient local too).
+KNOWN_OBJECTS_QOS = QoSProfile(depth=KNOWN_OBJECTS_QOS_DEPTH, reliability=ReliabilityPolicy.RELIABLE,
+                               durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
 
 
 def _typed(name, value):
@@ -188,6 +202,8 @@ class Config:
                              f"{v['plane_max_tilt_deg_without_pose']}")
         if not v['base_frame']:
             raise ValueError("base_frame must not be empty")
+        if not v['self_filter_radius'] > 0:
+            raise ValueError(f"self_filter_radius must be > 0 m, got {v['self_filter_radius']}")
 
     def sgbm_for(self, geometry):
         """SGBM settings for a calibration: the given range, or the one of the working depth range."""
@@ -224,7 +240,9 @@ class StereoObstaclesNode(Node):
         self.stats = {'frames': 0, 'rejected': 0}
         self._last_drop_logged = 0
 
-        self._robot = None
+        self._robot = None  # RobotModelSource
+        self._body = None  # robot_body.RobotBody of the current model
+        self._known = KnownObjects()
         self._joint_positions = {}
         self._joint_history = collections.deque(maxlen=500)  # (stamp s, {name: position}) per joint_states
         if self.config.values['self_filter']:
@@ -248,7 +266,9 @@ class StereoObstaclesNode(Node):
         self.get_logger().info(
             f"stereo_obstacles ready: SGBM {rng}, block {self.config.sgbm.block_size}; obstacles in "
             f"'{v['base_frame']}'; camera pose from {self._tf_source}"
-            + (", self-filter on" if self._robot is not None else ""))
+            + (", self-filter on (robot from " + ("the model parameters" if self._robot.model is not None else
+                                                  "the robot_description topic") + ")"
+               if self._robot is not None else ""))
 
     # ------------------------------------------------------------------------------------ camera pose
     def _subscribe_tf(self):
@@ -341,8 +361,39 @@ class StereoObstaclesNode(Node):
         except ImportError as e:
             self.get_logger().error(f"self_filter needs manip_core ({e}); running without it")
             return
-        self._robot = RobotModelSource(self)
+        from manip_msgs.msg import SceneObjectArray
+        self._robot = RobotModelSource(self, on_model=self._on_model)
         self.create_subscription(JointState, 'joint_states', self._on_joint_state, RELIABLE)
+        self.create_subscription(SceneObjectArray, 'known_objects', self._on_known_objects, KNOWN_OBJECTS_QOS)
+
+    def _on_model(self, model, text):
+        """A (new) robot model: its collision geometry for the self-filter (a path when it came from urdf_path,
+        so that relative mesh paths resolve)."""
+        from .robot_body import RobotBody, RobotBodyError
+        t0 = time.monotonic()
+        path = self.get_parameter('urdf_path').value if self.has_parameter('urdf_path') else ''
+        description = text
+        try:
+            if path and Path(path).is_file() and Path(path).read_text(encoding='utf-8') == text:
+                description = path
+        except (OSError, UnicodeDecodeError):
+            pass
+        try:
+            self._body = RobotBody.from_description(model, description, self.config.values['self_filter_radius'])
+        except RobotBodyError as e:
+            self._body = None
+            self.get_logger().error(f"self-filter off for {model.name}: {e}")
+            return
+        log = self.get_logger().info if self._body.source.startswith('collision') else self.get_logger().warning
+        log(f"self-filter for {model.name}: {self._body.source} ({time.monotonic() - t0:.1f} s)")
+
+    def _on_known_objects(self, msg):
+        try:
+            self._known.set(msg, self.config.values['base_frame'])
+        except ValueError as e:
+            self._reject('known_objects', f"known_objects: {e}")
+            return
+        self.get_logger().info(f"known_objects: {self._known.describe()}")
 
     def _on_joint_state(self, msg):
         for name, pos in zip(msg.name, msg.position):
@@ -355,25 +406,63 @@ class StereoObstaclesNode(Node):
     def _joints_at(self, stamp):
         """Joint positions of the joint_states whose stamp is nearest to the images' (the arm moves: the
         latest message may be newer or older than the images); the latest ones when none is stamped."""
-        t = stamp.sec + stamp.nanosec * 1e-9
+        return self._joints_at_time(stamp.sec + stamp.nanosec * 1e-9)
+
+    def _joints_at_time(self, t):
         if not self._joint_history or t <= 0:
             return self._joint_positions
         return min(self._joint_history, key=lambda e: abs(e[0] - t))[1]
 
-    def _link_points(self, stamp):
-        """Origins of the base and of every link of the chain in the base frame at the images' stamp, or None."""
+    def _posed_body(self, stamp):
+        """robot_body.PosedBody in base_frame at the images' stamp (robot, held objects, objects to pick), or
+        None (logged) when the model, the joint_states or the base_frame -> model base transform is missing."""
         model = self._robot.model if self._robot is not None else None
-        if model is None:
+        if model is None or self._body is None or self._body.model is not model:
+            self._reject('no_model', 'self-filter skipped: no robot model yet (robot_description)', count=False)
             return None
         joints = self._joints_at(stamp)
         try:
             q = np.array([joints[n] for n in model.joint_names])
         except KeyError:
             self._reject('no_joint_states', 'self-filter skipped: joint_states not (fully) received yet',
-                          count=False)
+                         count=False)
             return None
-        pts = [np.zeros(3)] + [model.fk(q, link)[:3, 3] for link in model.link_names]
-        return np.array(pts)
+        base = self.config.values['base_frame']
+
+        def base_pose(qq):  # model base link in base_frame
+            if base == model.base_link:
+                return np.eye(4)
+            if base in model.link_names:
+                return np.linalg.inv(model.fk(qq, base))
+            return self._tf.lookup(base, model.base_link)
+
+        def frame_pose(frame, qq):  # a frame in the model base link's frame
+            if frame in (model.base_link, ''):
+                return np.eye(4)
+            if frame in model.link_names:
+                return model.fk(qq, frame)
+            if frame == base:
+                return np.linalg.inv(base_pose(qq))
+            return self._tf.lookup(model.base_link, frame)
+
+        def joints_at(t):
+            values = self._joints_at_time(t)
+            return None if any(n not in values for n in model.joint_names) else \
+                np.array([values[n] for n in model.joint_names])
+
+        try:
+            T_base = base_pose(q)
+        except TransformError as e:
+            self._reject('robot_base', f"self-filter skipped: no transform from base_frame '{base}' to the "
+                                       f"robot's base link '{model.base_link}' ({e})", count=False)
+            return None
+        try:
+            held, to_pick = self._known.boxes(model, q, frame_pose, joints_at)
+        except (TransformError, ValueError) as e:
+            self._reject('known_frame', f"known_objects not applied: {e}", count=False)
+            held, to_pick = [], []
+        posed = self._body.at(q, held=held, to_pick=to_pick)
+        return posed if base == model.base_link else posed.transformed(T_base)
 
     # ------------------------------------------------------------------------------------ inputs
     def _reject(self, reason, text, count=True):
@@ -472,7 +561,7 @@ class StereoObstaclesNode(Node):
         if pose_source == 'default':
             params = dataclasses.replace(params,
                                          plane_max_tilt_deg=self.config.values['plane_max_tilt_deg_without_pose'])
-        det = detect_obstacles(points, params, self._link_points(header.stamp), T_cam)
+        det = detect_obstacles(points, params, self._posed_body(header.stamp) if self._robot else None, T_cam)
         self._log_plane(det.plane_detection)
         obstacles = self._tracker.update(det.obstacles)
         t4 = time.perf_counter()

@@ -615,7 +615,10 @@ def test_parameters_declared_described_and_validated():
         assert not node.set_parameters([Parameter('voxel_size', value=float('nan'))])[0].successful
         assert not node.set_parameters([Parameter('min_depth', value=6.0)])[0].successful  # > max_depth
         assert not node.set_parameters([Parameter('track_appear_frames', value=0)])[0].successful
-        assert not node.set_parameters([Parameter('self_filter', value=True)])[0].successful
+        assert not node.set_parameters([Parameter('self_filter', value=False)])[0].successful  # start-up only
+        assert not node.set_parameters([Parameter('self_filter_padding', value=-0.01)])[0].successful
+        assert not node.set_parameters([Parameter('self_filter_radius', value=0.0)])[0].successful
+        assert node.config.values['self_filter'] is True  # on by default: the robot from robot_description
         assert node.config.values['num_disparities'] == 0  # derived from the depth range
         assert node.config.values['texture_threshold'] == 0.0  # off for real cameras
         assert node.config.obstacles.workspace_min == (-100.0,) * 3  # no crop, no scene assumed

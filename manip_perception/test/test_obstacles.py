@@ -17,7 +17,7 @@ import pytest
 
 from manip_perception.obstacles import (LEVEL_CAMERA_XYZW, ObstacleError, ObstacleParams, camera_pose_matrix,
                                         crop_box, dbscan_labels, describe_clusters, detect_obstacles,
-                                        quaternion_xyzw_to_matrix, self_filter, transform_points,
+                                        quaternion_xyzw_to_matrix, transform_points,
                                         voxel_downsample)
 from manip_perception.stereo import DisparityMatcher, SgbmParams, back_project, disparity_to_depth
 
@@ -81,19 +81,6 @@ def test_crop_and_voxels():
     out, counts = voxel_downsample(pts, 0.01, min_points=2)
     np.testing.assert_allclose(out, [[0.005, 0.005, 0.005]], atol=1e-7)
     assert voxel_downsample(np.zeros((0, 3)), 0.01)[0].shape == (0, 3)
-
-
-def test_self_filter_distances():
-    links = np.array([[0, 0, 0], [0, 0, 1.0], [1.0, 0, 1.0]])
-    pts = np.array([[0.05, 0, 0.5],  # 5 cm from the first segment
-                    [0.15, 0, 0.5],  # 15 cm
-                    [0.5, 0.08, 1.0],  # 8 cm from the second segment
-                    [1.12, 0, 1.0],  # 12 cm beyond the last link point
-                    [0, 0, -0.09]])  # 9 cm below the first link point
-    assert self_filter(pts, links, 0.1).tolist() == [False, True, False, True, False]
-    # Link points only (no segments): the middle of a segment is far from both ends.
-    assert self_filter(pts, links, 0.1, segments=False).tolist() == [True, True, True, True, False]
-    assert self_filter(pts, np.zeros((0, 3)), 0.1).all()
 
 
 def test_clusters_and_bounds():
@@ -201,8 +188,11 @@ def test_pose_errors_leave_the_obstacle_set_unchanged(scene, dz, pitch_deg, roll
 
 
 def test_self_filter_removes_the_robot(camera, gt, tmp_path):
-    """A UR5 stand-in (cylinders along its link chain, posed by manip_core forward kinematics) next to
-    two objects: without the self-filter it shows up as obstacles, with it only the objects remain."""
+    """A UR5 stand-in (cylinders of radius 4.5 cm along its link chain, posed by manip_core forward kinematics)
+    next to two objects: without the self-filter it shows up as obstacles; with it (the bundled UR5 has no
+    collision geometry: capsules of 8 cm along the chain, test_robot_body.py has the Panda's meshes) only the
+    objects remain."""
+    from manip_perception.robot_body import RobotBody
     model = gt.import_manip_core_model().RobotModel.load('ur5')
     chain, robot = gt.robot_stand_in(model, gt.ROBOT_Q)
     objects = [o for o in gt.main_objects() if o.name != 'box_a']
@@ -213,7 +203,9 @@ def test_self_filter_removes_the_robot(camera, gt, tmp_path):
     near_robot = [d for d in without.obstacles
                   if min(np.linalg.norm(d.center - p) for p in chain) < 0.25]
     assert near_robot, 'the robot stand-in should be seen without the self-filter'
-    det = detect_obstacles(pts, params, link_points=np.array(chain))
+    body = RobotBody.from_description(model, gt.REPO / 'manip_core/manip_core/robots/ur5.urdf', 0.08)
+    assert body.source.startswith('capsules')
+    det = detect_obstacles(pts, params, robot=body.at(np.array(gt.ROBOT_Q)))
     assert det.counts['self_filtered'] < det.counts['above_plane']
     assert len(det.obstacles) == len(objects), [d.center for d in det.obstacles]
     for o, d, err, _ in match(det.obstacles, objects, params.plane_margin):
