@@ -208,8 +208,8 @@ def _check_inertial(src, link):
     _finite(src, el, "mass", [i.mass_kg])
     _finite(src, el, "centre of mass", i.com_m)
     _finite(src, el, "inertia", i.inertia_com_kgm2)
-    if i.mass_kg <= 0:
-        raise ModelError(src, el, f"mass must be positive, got {i.mass_kg} kg")
+    if i.mass_kg < 0:
+        raise ModelError(src, el, f"mass must not be negative, got {i.mass_kg} kg")
     inertia = np.asarray(i.inertia_com_kgm2, dtype=float)
     if inertia.shape != (3, 3) or not np.allclose(inertia, inertia.T, rtol=0, atol=1e-12):
         raise ModelError(src, el, "inertia must be a symmetric 3x3 matrix")

@@ -8,6 +8,7 @@ missing or malformed attributes, xacro input.
 """
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from .errors import ModelError
 from .spatial import rpy_to_matrix, transform
 from .tree import Inertial, Joint, KinematicTree, Link, Mimic
 
+_log = logging.getLogger("manip_core.urdf")
 STRING_SOURCE = "<string>"
 XACRO_HINT = "xacro macros found: expand with `xacro file.urdf.xacro > file.urdf` first"
 LIMITED_TYPES = ("revolute", "prismatic")
@@ -40,6 +42,7 @@ def parse_urdf(path_or_xml) -> KinematicTree:
     if not name:
         raise ModelError(source, _where(root, "<robot>"), "missing attribute 'name'")
     links = [_parse_link(source, el) for el in _children(root, "link")]
+    _warn_massless(source, links)
     joints = [_parse_joint(source, el) for el in _children(root, "joint")]
     return KinematicTree.build(name, source, links, joints)
 
@@ -167,6 +170,16 @@ def _name(source, el, kind):
 # ----------------------------------------------------------------------------------------------- links
 
 
+def _warn_massless(source, links):
+    """Mass 0 with a non-zero inertia: Pinocchio and PyBullet load it (e.g. MotionBenchMaker's panda_link8), so it
+    is kept as a massless body with a rotational inertia, as Pinocchio does, with one warning per description."""
+    names = [link.name for link in links if link.inertial is not None and link.inertial.mass_kg == 0.0]
+    if names:
+        shown = ", ".join(f"'{n}'" for n in names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        _log.warning(f"{source}: link{'s' * (len(names) > 1)} {shown} <inertial>: mass 0 kg with a non-zero "
+                     f"inertia: kept as a massless rotational inertia (as Pinocchio does)")
+
+
 def _parse_link(source, el):
     name = _name(source, el, "link")
     inertial_el = el.find("inertial")
@@ -188,9 +201,8 @@ def _parse_inertial(source, el, what):
     zero_inertia = not np.any(inertia)
     if mass == 0.0 and zero_inertia:
         return None
-    if mass <= 0.0:
-        raise ModelError(source, _where(el, what), f"non-positive mass {mass} kg"
-                                                  + (" with a non-zero inertia" if mass == 0.0 else ""))
+    if mass < 0.0:
+        raise ModelError(source, _where(el, what), f"negative mass {mass} kg")
     R = T[:3, :3]
     return Inertial(mass, T[:3, 3].copy(), R @ inertia @ R.T)
 

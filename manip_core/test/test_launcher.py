@@ -552,6 +552,17 @@ def test_project_launch_file_arguments():
     assert params['model_server']['urdf_path'] == '/tmp/r.urdf'
     assert params['sim_bridge']['gui'] is True
     assert params['controller']['control_law'] == 'pd'  # inherited by the include, as in ros2 launch
+    # one source of truth for the robot: robot, base_link and tip_link reach every node that uses a robot model
+    plan = xf.load_launch_file(
+        str(LAUNCH_DIR / 'pick_place_sim.launch.xml'),
+        [('robot', '/tmp/panda.urdf'), ('base_link', 'panda_link0'), ('tip_link', 'panda_hand'), ('view', 'true')],
+        resolver=resolver, resolve_executables=False)
+    params = {n.name: {p[1]: p[2] for p in n.parameters if p[0] == 'value'} for n in plan.nodes}
+    assert set(params) == set(PROJECT_FILES['pick_place_sim.launch.xml']) | {'viewer'}
+    for name, p in params.items():
+        assert (p['base_link'], p['tip_link']) == ('panda_link0', 'panda_hand'), name
+    assert params['sim_bridge']['urdf_path'] == params['model_server']['urdf_path'] == '/tmp/panda.urdf'
+    assert params['sim_bridge']['base_frame'] == params['stereo_obstacles']['base_frame'] == 'panda_link0'
     with pytest.raises(xf.LaunchFileError, match="'stepper' is not one of "):
         xf.load_launch_file(str(LAUNCH_DIR / 'real_robot.launch.xml'), [('control_law', 'stepper')],
                             resolver=resolver, resolve_executables=False)
@@ -703,16 +714,16 @@ def test_output_prefixed_and_exit_codes(tmp_path):
     assert '[first] args --ros-args -r __node:=first -p x:=1.5' in out
     assert '[first] on stderr' in res.stderr.splitlines()
     assert '[manip-launch] first exited with code 0' in res.stderr
-    # one fails: the others keep running; when all have ended the status is 1
+    # --keep-going: one fails, the others keep running; when all have ended the status is 1
     g = write(tmp_path / 'f.launch.xml', """
         <launch>
           <node pkg="fake_out_pkg" exec="fails"/>
           <node pkg="fake_out_pkg" exec="quick"/>
         </launch>
     """)
-    res = run_launcher([g], env, tmp_path)
+    res = run_launcher(['--keep-going', g], env, tmp_path)
     assert res.returncode == 1
-    assert '[manip-launch] fails exited with code 3' in res.stderr
+    assert '[manip-launch] fails exited with code 3' in res.stderr and 'FAILED' not in res.stderr
     # --exit-on-first-exit: the status of the first node to exit; the others are stopped
     h = write(tmp_path / 'h.launch.xml', """
         <launch>
@@ -725,6 +736,51 @@ def test_output_prefixed_and_exit_codes(tmp_path):
     assert res.returncode == 3, res.stderr
     assert time.monotonic() - t0 < 20
     assert 'sending SIGINT to slow' in res.stderr and 'slow exited with code 0' in res.stderr
+
+
+NODE_FATAL = """
+import signal, sys, time
+signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+print('[INFO] [1.0] [{name}]: starting', flush=True)
+time.sleep(float({delay!r}))
+print('[ERROR] [1.1] [{name}]: something went wrong first', flush=True)
+print('[FATAL] [1.2] [{name}]: cannot load the robot: link x', flush=True)
+time.sleep(float({stay!r}))
+sys.exit(int({code!r}))
+"""
+
+
+def test_fail_fast_node_exit_or_fatal_stops_everything_naming_it(tmp_path):
+    """Fail fast (the default): a node that exits with an error, or logs FATAL and stays, makes manip-launch stop
+    every node within a few seconds, exit non-zero and name the node and its last error line."""
+    prefix = make_package(tmp_path / 'prefix', 'fake_ff_pkg', {
+        'slow': ok_node(60.0, 0),
+        'dies': NODE_FATAL.format(name='dies', delay=0.5, stay=0.0, code=1),
+        'stays': NODE_FATAL.format(name='stays', delay=0.5, stay=60.0, code=0),
+        'quick': ok_node(0.0, 0)})
+    env = launcher_env(prefix)
+    # (the dying node's FATAL line usually arrives before its exit is seen)
+    for exe, status, what in (('dies', 1, ('dies exited with code 1', 'dies logged FATAL')),
+                              ('stays', 1, ('stays logged FATAL',))):
+        f = write(tmp_path / f'{exe}.launch.xml', f"""
+            <launch>
+              <node pkg="fake_ff_pkg" exec="slow"/>
+              <node pkg="fake_ff_pkg" exec="quick"/>
+              <node pkg="fake_ff_pkg" exec="{exe}"/>
+            </launch>
+        """)
+        t0 = time.monotonic()
+        res = run_launcher(['--color', 'never', f], env, tmp_path)
+        elapsed = time.monotonic() - t0
+        assert res.returncode == status, res.stderr
+        assert elapsed < 15, elapsed      # 0.5 s to the failure, then SIGINT: the nodes exit at once
+        line = [ln for ln in res.stderr.splitlines() if 'FAILED' in ln]
+        assert len(line) == 1 and line[0] in [f'[manip-launch] FAILED: {w}; last error: [FATAL] [1.2] [{exe}]: '
+                                              f'cannot load the robot: link x; stopping every node' for w in what], \
+            res.stderr
+        assert 'slow exited with code 0' in res.stderr      # stopped by the SIGINT, not left running
+        # quick exited 0 by itself before: not a failure
+        assert '[manip-launch] quick exited with code 0' in res.stderr
 
 
 def test_entry_point_node_runs(tmp_path):

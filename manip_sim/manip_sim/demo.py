@@ -19,7 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from .demo_report import Recording, arm_clearance, plot_tool_path, plot_tracking, tracking_rms, write_summary
-from .scene import load_scene
+from .scene import default_scene_path, load_scene
+
+
+def default_scene_path_dir():
+    """manip_sim's config folder (source tree or share/manip_sim/config)."""
+    return str(Path(default_scene_path()).parent)
 
 LAUNCH_FILE = "launch/pick_place_sim.launch.xml"
 
@@ -74,6 +79,14 @@ class Graph:
     def alive(self):
         return self.proc.poll() is None
 
+    def failure(self):
+        """manip-launch's ``FAILED: NODE ...; last error: LINE`` line (fail fast), or None."""
+        self._log.flush()
+        for line in Path(self.log_path).read_text(errors="replace").splitlines():
+            if "[manip-launch] FAILED: " in line:
+                return line.split("[manip-launch] ", 1)[1]
+        return None
+
     def tail(self, n=40):
         self._log.flush()
         lines = Path(self.log_path).read_text(errors="replace").splitlines()
@@ -90,6 +103,71 @@ class Graph:
         self._log.close()
 
 
+def prepare_scene(args, out_dir):
+    """The run's scene and camera files, written into ``out_dir`` (scene.yaml, stereo_camera.yaml).
+
+    The robot: ``--robot`` (with ``--base-link``/``--tip-link``), else the scene's; it reaches every node through
+    the launch file's robot, base_link and tip_link arguments. With ``--robot`` and no ``--scene``, or a scene
+    without objects or tasks, the demo's objects are placed for the arm (manip_sim.layout: the UR5 reference
+    layout scaled to its reach, checked by IK) and the camera moves with them. A robot without
+    initial_positions starts at manip_core.ready_pose's ready configuration. Each choice is logged."""
+    import yaml
+    from manip_core import RobotModel
+    from manip_core.ready_pose import ready_configuration
+    from .layout import demo_layout
+    from .scene import resolve_urdf
+    scene_file = Path(args.scene)
+    try:
+        raw = yaml.safe_load(scene_file.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{scene_file}: cannot read the scene: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{scene_file}: a scene is a mapping (see manip_sim/manip_sim/scene.py)")
+    robot = dict(raw.get("robot") or {})
+    if args.robot:
+        robot = {"urdf": args.robot}
+        if not args.scene_given:   # the demo's default objects, placed for this arm
+            raw = {"name": raw.get("name", "pick_place")}
+    for key, value in (("base_link", args.base_link), ("tip_link", args.tip_link)):
+        if value:
+            robot[key] = value
+    if not robot.get("urdf"):
+        raise ValueError(f"{scene_file}: robot.urdf: missing (or pass --robot NAME_OR_URDF)")
+    try:
+        robot["urdf"] = resolve_urdf(robot["urdf"], scene_file.resolve().parent)
+    except FileNotFoundError as exc:
+        raise ValueError(f"robot {robot['urdf']!r}: {exc}") from None
+    model = RobotModel.from_urdf(robot["urdf"], robot.get("base_link"), robot.get("tip_link"))
+    robot["base_link"], robot["tip_link"] = model.base_link, model.tip_link
+    log(f"robot {model.name} from {robot['urdf']}: {model.base_link} -> {model.tip_link}, {model.dof} joints "
+        f"({', '.join(model.joint_names)})")
+    camera = yaml.safe_load(Path(args.camera).read_text())
+    params = camera["/**"]["ros__parameters"]
+    if not raw.get("objects") or not raw.get("tasks"):
+        layout = demo_layout(model)
+        raw.update(layout.scene)
+        s = layout.scale
+        params["camera_position"] = [float(v) for v in layout.camera_position_m]
+        for key in ("min_depth", "max_depth"):
+            if key in params:
+                params[key] = float(params[key]) * max(s, 1.0) if key == "max_depth" else float(params[key]) * min(s, 1.0)
+        for key in ("workspace_min", "workspace_max"):
+            if key in params:
+                params[key] = [float(v) * max(s, 1.0) for v in params[key]]
+        log(f"objects placed for {model.name}: {layout.description}")
+    if robot.get("initial_positions") is None:
+        ready = ready_configuration(model)
+        robot["initial_positions"] = {n: float(v) for n, v in zip(model.joint_names, ready.q)}
+        log(f"initial joint positions (none given): {ready.description}")
+    raw["robot"] = robot
+    scene_path, camera_path = out_dir / "scene.yaml", out_dir / "stereo_camera.yaml"
+    scene_path.write_text("# written by manip-demo for this run (manip_sim/manip_sim/demo.py prepare_scene)\n"
+                          + yaml.safe_dump(raw, sort_keys=False))
+    camera_path.write_text("# written by manip-demo for this run from " + str(args.camera) + "\n"
+                           + yaml.safe_dump(camera, sort_keys=False))
+    return scene_path, camera_path
+
+
 def run(args):
     import rclpy
     from geometry_msgs.msg import PoseStamped
@@ -101,10 +179,11 @@ def run(args):
 
     from manip_core import RobotModel
 
-    scene = load_scene(args.scene)
-    task = scene.tasks[0]
     out_dir = Path(args.output or f"demo_output/{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
+    scene_path, camera_path = prepare_scene(args, out_dir)
+    scene = load_scene(scene_path)
+    task = scene.tasks[0]
     env = dict(os.environ)
     env.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 200)))
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -112,7 +191,9 @@ def run(args):
     log(f"output folder: {out_dir}")
     log(f"launching {args.launch} (ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, log: {out_dir / 'launch.log'})")
     wall0 = time.monotonic()
-    graph = Graph(args.launch, out_dir / "launch.log", env, [f"scene:={Path(args.scene).resolve()}"] +
+    graph = Graph(args.launch, out_dir / "launch.log", env,
+                  [f"scene:={scene_path}", f"camera:={camera_path}", f"robot:={scene.robot.urdf}",
+                   f"base_link:={scene.robot.base_link}", f"tip_link:={scene.robot.tip_link}"] +
                   (["gui:=true"] if args.gui else []) +
                   [f"control_law:={args.control_law}", f"state_estimator:={args.state_estimator}"])
     rclpy.init()
@@ -157,14 +238,22 @@ def run(args):
     node.create_subscription(ObstacleArray, "obstacles", on_obstacles, 10)
     client = ActionClient(node, PickPlace, "pick_place")
 
+    next_check = [0.0]   # when to look for manip-launch's FAILED line again (fail fast)
+
     def spin_until(cond, timeout, what):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             rclpy.spin_once(node, timeout_sec=0.05)
             if cond():
                 return True
+            failed = graph.failure() if time.monotonic() >= next_check[0] else None
+            if failed:
+                raise RuntimeError(f"the graph failed {time.monotonic() - wall0:.1f} s after the launch started, "
+                                   f"while waiting for {what}: {failed}")
+            next_check[0] = max(next_check[0], time.monotonic() + 0.5)
             if not graph.alive():
-                raise RuntimeError(f"the launch exited while waiting for {what}:\n{graph.tail()}")
+                raise RuntimeError(f"the launch exited while waiting for {what}: "
+                                   f"{graph.failure() or 'no node failure reported'}\n{graph.tail()}")
         raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}; launch log tail:\n{graph.tail()}")
 
     try:
@@ -268,7 +357,18 @@ def run(args):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="manip-demo", description=__doc__.splitlines()[0])
     p.add_argument("--launch", default=LAUNCH_FILE, help="launch file (default: %(default)s)")
-    p.add_argument("--scene", default=None, help="scene YAML (default: manip_sim's pick_place_scene.yaml)")
+    p.add_argument("--scene", default=None, help="scene YAML (default: manip_sim's pick_place_scene.yaml); it may "
+                                                  "name only robot.urdf, base_link and tip_link: the objects are "
+                                                  "then placed for the arm's reach")
+    p.add_argument("--robot", default=None,
+                   help="the robot: a URDF path, a package:// URI or a manip_core bundled name (default: the "
+                        "scene's); without --scene the demo's objects are placed for its reach")
+    p.add_argument("--base-link", default=None, help="base link of the arm (default: the scene's, else the root)")
+    p.add_argument("--tip-link", default=None,
+                   help="tip (tool) link of the arm, its z axis the approach axis (default: the scene's, else the "
+                        "end of the longest chain)")
+    p.add_argument("--camera", default=None, help="stereo camera parameters file (default: manip_sim's "
+                                                   "stereo_camera.yaml)")
     p.add_argument("--output", default=None, help="folder for plots and summary (default: demo_output/<time>)")
     p.add_argument("--tolerance", type=float, default=0.02, help="placement tolerance, m (default: 0.02)")
     p.add_argument("--timeout", type=float, default=240.0, help="seconds to wait for each stage")
@@ -281,9 +381,12 @@ def main(argv=None):
     p.add_argument("--state-estimator", default="none", choices=("none", "kalman"),
                    help="joint-state estimator of the controller (default: %(default)s)")
     args = p.parse_args(argv)
+    args.scene_given = args.scene is not None
     if args.scene is None:
         from .scene import default_scene_path
         args.scene = str(default_scene_path())
+    if args.camera is None:
+        args.camera = str(Path(default_scene_path_dir()) / "stereo_camera.yaml")
     if not Path(args.launch).is_file():
         print(f"manip-demo: error: launch file {args.launch} not found (run from the repository root or pass "
               f"--launch)", file=sys.stderr)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class Scene:
-    robot: RobotSpec
+    robot: RobotSpec | None                     # None: given at start-up (with_robot)
     table: BodySpec | None
     objects: tuple = ()
     obstacles: tuple = ()
@@ -160,15 +160,15 @@ class _Ctx:
 
 def resolve_urdf(value, base_dir):
     """Absolute path of a scene's robot.urdf: an existing path (relative to base_dir), a ``package://``
-    URI (needs ament_index_python), or a name bundled with manip_core (e.g. "ur5")."""
+    URI (manip_core.package_uri: MANIP_PACKAGE_PATH, the ament index, ROS_PACKAGE_PATH, this Python's prefixes),
+    or a name bundled with manip_core (e.g. "ur5")."""
     value = str(value)
-    if value.startswith("package://"):
-        pkg, _, rel = value[len("package://"):].partition("/")
-        try:
-            from ament_index_python.packages import get_package_share_directory
-            return str(Path(get_package_share_directory(pkg)) / rel)
-        except Exception as exc:  # noqa: BLE001 (PackageNotFoundError or no ament_index)
-            raise FileNotFoundError(f"cannot resolve {value}: {exc}") from exc
+    if value.startswith(("package://", "file://")):
+        from manip_core.package_uri import resolve_uri
+        path = resolve_uri(value, base_dir)   # PackageNotFoundError is a FileNotFoundError
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no such file: {path}")
+        return path
     path = Path(os.path.expanduser(value))
     if not path.is_absolute():
         path = Path(base_dir) / path
@@ -223,10 +223,13 @@ def parse_scene(data, base_dir=".", source="<scene>"):
     ctx = _Ctx(source)
     if data is None:
         ctx.fail("(top level)", "the file is empty")
-    ctx.mapping(data, "", ("robot", "table", "objects", "obstacles", "gripper", "tasks", "name"),
-                required=("robot",))
+    ctx.mapping(data, "", ("robot", "table", "objects", "obstacles", "gripper", "tasks", "name"))
+    robot = _robot(ctx, data["robot"], base_dir) if data.get("robot") is not None else None
+    return _rest(ctx, data, robot, source)
 
-    raw = ctx.mapping(data["robot"], "robot",
+
+def _robot(ctx, raw, base_dir):
+    raw = ctx.mapping(raw, "robot",
                       ("urdf", "base_link", "tip_link", "base_pose", "initial_positions"), required=("urdf",))
     urdf_value = ctx.string(raw["urdf"], "robot.urdf")
     try:
@@ -248,8 +251,10 @@ def parse_scene(data, base_dir=".", source="<scene>"):
         init = tuple(ctx.number(v, f"robot.initial_positions[{i}]") for i, v in enumerate(init))
     elif init is not None:
         ctx.fail("robot.initial_positions", f"expected a mapping joint -> value or a list, got {init!r}")
-    robot = RobotSpec(urdf, base_link, tip_link, base_position, base_orientation, init)
+    return RobotSpec(urdf, base_link, tip_link, base_position, base_orientation, init)
 
+
+def _rest(ctx, data, robot, source):
     table = None
     if data.get("table") is not None:
         t = ctx.mapping(data["table"], "table", ("size", "center_xy", "color", "texture", "friction"),
@@ -294,6 +299,35 @@ def parse_scene(data, base_dir=".", source="<scene>"):
         tasks.append(TaskSpec(name, ctx.vector(item["place_position"], f"tasks[{i}].place_position", 3)))
 
     return Scene(robot, table, lists["objects"], lists["obstacles"], max_distance, tuple(tasks), source)
+
+
+def with_robot(scene, urdf=None, base_link=None, tip_link=None):
+    """The scene with the robot given at start-up (the launch's robot argument: sim_bridge's ``urdf_path``,
+    ``base_link``, ``tip_link``; empty/None: the scene's own). A scene that names another URDF file, base or tip
+    link than the one given is an error (one source of truth for the robot); a scene without a robot takes it."""
+    ctx = _Ctx(scene.source)
+    spec = scene.robot
+    if urdf:
+        try:
+            path = resolve_urdf(urdf, ".")
+        except FileNotFoundError as exc:
+            ctx.fail("urdf_path", f"{urdf!r}: {exc}")
+        if spec is not None and os.path.realpath(spec.urdf) != os.path.realpath(path):
+            ctx.fail("robot.urdf", f"names {spec.urdf}, but the robot given at start-up (launch argument robot, "
+                                   f"parameter urdf_path) is {path}: pass the scene's robot (robot:={spec.urdf}) or "
+                                   f"remove robot.urdf from the scene")
+        spec = spec if spec is not None else RobotSpec(path)
+    if spec is None:
+        ctx.fail("robot", "missing: the scene names no robot and none was given at start-up (urdf_path)")
+    changes = {}
+    for key, value in (("base_link", base_link), ("tip_link", tip_link)):
+        if not value:
+            continue
+        mine = getattr(spec, key)
+        if mine is not None and mine != value:
+            ctx.fail(f"robot.{key}", f"is {mine!r}, but {value!r} was given at start-up (launch argument {key})")
+        changes[key] = value
+    return replace(scene, robot=replace(spec, **changes)) if changes or spec is not scene.robot else scene
 
 
 def load_scene(path):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import queue
+from dataclasses import replace
 import threading
 import time
 
@@ -46,10 +47,13 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
 from tf2_msgs.msg import TFMessage
 
+from manip_core import RobotModel
+from manip_core.errors import ModelError
+from manip_core.ready_pose import ready_configuration
 from manip_core.ros.tf import STATIC_QOS, transform_msg
 
 from .camera import RenderProcess, StereoCamera, right_frame_name
-from .scene import SceneError, default_scene_path, load_scene
+from .scene import SceneError, default_scene_path, load_scene, with_robot
 from .world import MODE_EFFORT, CommandError, World
 
 # Defaults of the camera parameters: those of manip_sim/config/stereo_camera.yaml.
@@ -115,8 +119,16 @@ class SimBridge(Node):
 
     def _setup(self):
         p = self._params = self._declare_parameters()
-        self.scene = load_scene(p["scene_file"])
-        self.world = World(self.scene, time_step=1.0 / p["physics_rate_hz"], gui=p["gui"],
+        self.scene = with_robot(load_scene(p["scene_file"]), p["urdf_path"], p["base_link"], p["tip_link"])
+        model = RobotModel.from_urdf(self.scene.robot.urdf, self.scene.robot.base_link, self.scene.robot.tip_link)
+        if self.scene.robot.initial_positions is None:
+            # none given: a ready pose above the work area (manip_core.ready_pose; pick_place derives the same)
+            ready = ready_configuration(model)
+            self.get_logger().info(f"initial joint positions (the scene gives none): {ready.description}: "
+                                   f"{np.round(ready.q, 4).tolist()}")
+            self.scene = replace(self.scene, robot=replace(self.scene.robot,
+                                                           initial_positions=tuple(float(v) for v in ready.q)))
+        self.world = World(self.scene, model=model, time_step=1.0 / p["physics_rate_hz"], gui=p["gui"],
                            command_timeout=p["command_timeout"], on_event=self._on_world_event)
         w = self.world
         self.camera = StereoCamera(
@@ -201,6 +213,11 @@ class SimBridge(Node):
     def _declare_parameters(self):
         defaults = {
             "scene_file": default_scene_path(),
+            # the robot (launch argument robot): overrides nothing, fills a scene without one, and must be the
+            # scene's robot when the scene names one (manip_sim.scene.with_robot)
+            "urdf_path": "",
+            "base_link": "",
+            "tip_link": "",
             "gui": False,
             "physics_rate_hz": 500.0,
             "publish_rate_hz": 250.0,
@@ -219,7 +236,7 @@ class SimBridge(Node):
         for name, default in defaults.items():
             # scene_file is a path: read at start-up only, read-only afterwards (robot-description contract)
             values[name] = self.declare_parameter(name, default,
-                                                  ParameterDescriptor(read_only=name == "scene_file")).value
+                                                  ParameterDescriptor(read_only=name in ("scene_file", "urdf_path"))).value
         for name in ("physics_rate_hz", "publish_rate_hz", "clock_rate_hz", "real_time_factor", "command_timeout",
                      "lockstep_max_age", "lockstep_max_wait", "camera_rate_hz", "objects_rate_hz", "stereo_baseline", "horizontal_fov_deg"):
             values[name] = float(values[name])
@@ -442,7 +459,8 @@ def main(args=None):
         failed.append(node.failed)
 
     code = run_node(args, "sim_bridge", SimBridge, SingleThreadedExecutor, on_exit=stop,
-                    config_errors=(SceneError, ValueError, FileNotFoundError, RuntimeError), config_status=1)
+                    config_errors=(SceneError, ModelError, ValueError, FileNotFoundError, RuntimeError),
+                    config_status=1)
     return 1 if any(failed) else code
 
 

@@ -115,18 +115,9 @@ class PreparedUrdf:
 
 
 def _resolve_mesh(filename, src_dir):
-    if filename.startswith("package://"):
-        pkg, _, rel = filename[len("package://"):].partition("/")
-        try:
-            from ament_index_python.packages import get_package_share_directory
-            return str(Path(get_package_share_directory(pkg)) / rel)
-        except Exception:  # noqa: BLE001 (leave it to PyBullet)
-            return filename
-    if filename.startswith("file://"):
-        filename = filename[len("file://"):]
-    if not os.path.isabs(filename):
-        return str((Path(src_dir) / filename).resolve())
-    return filename
+    """Absolute path of a mesh file name (package://, file://, relative to the URDF's folder, absolute)."""
+    from manip_core.package_uri import resolve_uri
+    return resolve_uri(filename, src_dir)
 
 
 def prepare_urdf(urdf_path, out_dir):

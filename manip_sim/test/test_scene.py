@@ -121,7 +121,6 @@ def _set(doc, path, value):
     ("gripper.max_distance", -1, "gripper.max_distance"),
     ("tasks.0.object", "pillar", "tasks[0].object"),
     ("tasks.0.place_position", [1, 2], "tasks[0].place_position"),
-    ("robot", KeyError, "robot"),
     ("extra_key", 1, "(top level)"),
 ])
 def test_malformed_scene_names_the_key(path, value, key):
@@ -153,3 +152,27 @@ def test_unreadable_and_invalid_yaml(tmp_path):
     empty.write_text("")
     with pytest.raises(SceneError, match="empty"):
         load_scene(empty)
+
+
+def test_robot_given_at_start_up_is_the_one_source_of_truth():
+    """with_robot: a scene without a robot takes the one given at start-up; a scene naming another URDF, base
+    or tip link than the one given is an error naming the key; no robot at all is an error."""
+    from manip_sim.scene import with_robot
+    from manip_core.robots import robot_path
+    doc = copy.deepcopy(_raw())
+    del doc["robot"]
+    bare = parse_scene(doc, SCENE.parent)
+    assert bare.robot is None
+    with pytest.raises(SceneError, match="robot: missing"):
+        with_robot(bare)
+    s = with_robot(bare, "ur5", "base_link", "tool0")
+    assert s.robot.urdf == str(robot_path("ur5")) and (s.robot.base_link, s.robot.tip_link) == ("base_link", "tool0")
+    full = parse_scene(_raw(), SCENE.parent)   # names ur5, base_link, tool0
+    assert with_robot(full, str(robot_path("ur5")), "base_link", "").robot == full.robot
+    with pytest.raises(SceneError, match="robot.urdf: names .*ur5.urdf.*ypp3.urdf"):
+        with_robot(full, "ypp3")
+    with pytest.raises(SceneError, match="robot.tip_link: is 'tool0', but 'wrist_3_link'"):
+        with_robot(full, None, None, "wrist_3_link")
+    with pytest.raises(SceneError, match="urdf_path: 'package://no_such_package/r.urdf': package 'no_such_package' "
+                                         "not found"):
+        with_robot(bare, "package://no_such_package/r.urdf")

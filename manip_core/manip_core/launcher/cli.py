@@ -33,9 +33,11 @@ SIGINT was inherited as ignored) sends SIGINT to every node's process group, the
 --sigterm-timeout s, then SIGKILL after --sigkill-timeout s (a second Ctrl-C escalates at once); no
 node is started after the signal.
 Exit status: 128+N (130 for SIGINT, 143 for SIGTERM) when signal N came before every node was started;
-0 after Ctrl-C/SIGTERM of the running graph or when all nodes exited with 0, 1 when a node failed,
-with --exit-on-first-exit the status of the first node to exit, 2 for errors in the launch file or its
-packages.
+0 after Ctrl-C/SIGTERM of the running graph or when all nodes exited with 0; fail fast: when a node
+without respawn exits non-zero or logs FATAL, every node is stopped and the status is that node's (1
+for FATAL), after a line `[manip-launch] FAILED: NODE ...; last error: LINE`; with --keep-going 1 when
+a node failed and the others ended by themselves; with --exit-on-first-exit the status of the first node to exit; 2 for errors
+in the launch file or its packages.
 """
 
 
@@ -52,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--exit-on-first-exit', action='store_true',
                    help='shut everything down when the first node without respawn exits, and exit '
                         'with its status (for tests)')
+    p.add_argument('--keep-going', action='store_true',
+                   help='keep the other nodes running when a node (without respawn) fails (exits non-zero or '
+                        'logs FATAL; default: fail fast, stop every node and exit non-zero naming it and '
+                        'its last error line)')
     p.add_argument('--sigterm-timeout', type=float, default=5.0, metavar='S',
                    help='seconds between SIGINT and SIGTERM at shutdown (default 5)')
     p.add_argument('--sigkill-timeout', type=float, default=5.0, metavar='S',
@@ -179,5 +185,6 @@ def _main(argv: Optional[List[str]], signals: StopSignals) -> int:
         return stopped
     runner = Runner(plan.nodes, exit_on_first_exit=args.exit_on_first_exit,
                     sigterm_timeout=args.sigterm_timeout, sigkill_timeout=args.sigkill_timeout,
-                    color=color, pid_file=args.pid_file, signals=signals)
+                    color=color, pid_file=args.pid_file, signals=signals,
+                    stop_on_failure=not args.keep_going)
     return runner.run()

@@ -2,9 +2,12 @@
 
 * Every node runs in its own session and process group (``start_new_session``), its stdout and
   stderr lines are copied to ours prefixed with ``[label]`` (coloured when our output is a terminal).
-* ``respawn``: a node that exits is started again after ``respawn_delay`` seconds (logged). Any other
-  node that exits is logged with its exit code and the others keep running, like ros2 launch;
-  with ``exit_on_first_exit`` the first exit of a non-respawning node shuts everything down.
+* ``respawn``: a node that exits is started again after ``respawn_delay`` seconds (logged).
+* Fail fast (``stop_on_failure``, the default): when a node without respawn exits with an error (a non-zero
+  code or a signal) or prints a ``[FATAL]`` log line, the runner logs ``FAILED: <node> <exit or FATAL>; last error: <its last
+  error line>``, shuts everything down and returns non-zero. ``stop_on_failure=False`` (``manip-launch
+  --keep-going``): the exit is logged and the others keep running, like ros2 launch without
+  ``on_exit="shutdown"``; with ``exit_on_first_exit`` the first exit shuts everything down.
   When no node is left running (and none is waiting to respawn), the runner returns.
 * Shutdown (SIGINT, SIGTERM or SIGHUP to us, or the end of the run): SIGINT to every node's process
   group, up to ``sigterm_timeout`` s, then SIGTERM, up to ``sigkill_timeout`` s, then SIGKILL. A second
@@ -25,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,6 +40,8 @@ from typing import Dict, List, Optional, Sequence, TextIO
 from .signals import StopSignals
 from .xml_frontend import NodeDescription
 
+_ANSI = re.compile(r'\x1b\[[0-9;]*m')
+_EXCEPTION_LINE = re.compile(r'^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b(: .*)?$')
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _COLORS = (36, 32, 33, 35, 34, 96, 92, 93, 95, 94)
@@ -109,6 +115,7 @@ class _Proc:
     respawn_at: Optional[float] = None
     finished: bool = False           # exited and will not be restarted
     exit_logged: bool = True
+    last_error: str = ''             # the node's last error-like output line (FATAL/ERROR/exception)
     pgids: List[int] = field(default_factory=list)
     threads: List[threading.Thread] = field(default_factory=list)
 
@@ -121,8 +128,11 @@ class Runner:
                  color: Optional[bool] = None, pid_file: Optional[str] = None,
                  env: Optional[Dict[str, str]] = None, stdout: Optional[TextIO] = None,
                  stderr: Optional[TextIO] = None, subreaper: bool = True,
-                 signals: Optional[StopSignals] = None):
+                 signals: Optional[StopSignals] = None, stop_on_failure: bool = True):
         self.procs = [_Proc(n) for n in nodes]
+        self.stop_on_failure = stop_on_failure
+        self.failure: Optional[str] = None   # 'NODE what; last error: LINE' of the first failure (fail fast)
+        self._failure_status = 1
         self.exit_on_first_exit = exit_on_first_exit
         self.sigterm_timeout = sigterm_timeout
         self.sigkill_timeout = sigkill_timeout
@@ -167,11 +177,13 @@ class Runner:
             head = f'\x1b[1m{head}\x1b[0m'
         self._write(self.stderr, f'{head} {message}\n')
 
-    def _pump(self, pipe, stream: TextIO, prefix: str) -> None:
+    def _pump(self, pipe, stream: TextIO, prefix: str, proc: Optional[_Proc] = None) -> None:
         try:
             for raw in iter(pipe.readline, b''):
                 line = raw.decode('utf-8', 'replace').rstrip('\r\n')
                 self._write(stream, f'{prefix}{line}\n')
+                if proc is not None:
+                    self._scan(proc, line)
         except (OSError, ValueError):
             pass
         finally:
@@ -179,6 +191,25 @@ class Runner:
                 pipe.close()
             except OSError:
                 pass
+
+    def _scan(self, proc: _Proc, line: str) -> None:
+        """Remember the node's last error-like line; a [FATAL] line is a failure (fail fast)."""
+        text = _ANSI.sub('', line).strip()
+        if not text:
+            return
+        fatal = '[FATAL]' in text
+        if fatal or '[ERROR]' in text or _EXCEPTION_LINE.match(text):
+            proc.last_error = text
+        if fatal and not self._stopping:
+            self._fail(proc, 'logged FATAL', 1)
+
+    def _fail(self, proc: _Proc, what: str, status: int) -> None:
+        with self._lock:
+            if not self.stop_on_failure or self.failure is not None or self._stopping:
+                return
+            self.failure = f"{proc.node.label} {what}; last error: {proc.last_error or '(no error line)'}"
+            self._failure_status = status or 1
+        self._wake.set()
 
     # ---- processes ------------------------------------------------------------------------------
     def _write_pid_file(self) -> None:
@@ -210,8 +241,8 @@ class Runner:
         proc.pgids.append(popen.pid)
         prefix = self._prefix(proc)
         proc.threads = [
-            threading.Thread(target=self._pump, args=(popen.stdout, self.stdout, prefix), daemon=True),
-            threading.Thread(target=self._pump, args=(popen.stderr, self.stderr, prefix), daemon=True),
+            threading.Thread(target=self._pump, args=(popen.stdout, self.stdout, prefix, proc), daemon=True),
+            threading.Thread(target=self._pump, args=(popen.stderr, self.stderr, prefix, proc), daemon=True),
         ]
         for t in proc.threads:
             t.start()
@@ -238,6 +269,8 @@ class Runner:
         proc.finished = True
         if rc != 0:
             self._any_failed = True
+        if rc != 0 and not self.exit_on_first_exit:
+            self._fail(proc, describe_exit(rc), exit_status(rc))
         if self.exit_on_first_exit and self._first_exit is None:
             self._first_exit = exit_status(rc)
 
@@ -349,6 +382,8 @@ class Runner:
                 self._poll()
                 if self.exit_on_first_exit and self._first_exit is not None:
                     break
+                if self.failure is not None:
+                    break
                 now = time.monotonic()
                 for proc in self.procs:
                     if proc.respawn_at is not None and now >= proc.respawn_at:
@@ -363,6 +398,8 @@ class Runner:
                 self.log(f'received {self._signal_name}, shutting down')
             elif self.exit_on_first_exit and self._first_exit is not None:
                 self.log('a node exited and --exit-on-first-exit is set: shutting down')
+            elif self.failure is not None:
+                self.log(f'FAILED: {self.failure}; stopping every node')
             self._shutdown()
         finally:
             if own_handlers:
@@ -372,6 +409,8 @@ class Runner:
                 t.join(timeout=0.5)
         if self.exit_on_first_exit and self._first_exit is not None and not self._signals:
             return self._first_exit
+        if self.failure is not None and not self._signals:
+            return self._failure_status
         if not self.graph_up:
             return self.signals.exit_status
         if self._signals:

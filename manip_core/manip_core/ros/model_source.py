@@ -106,6 +106,18 @@ def read_description_file(path):
         raise ModelError(path, "", f"not UTF-8 text: {e.reason}") from None
 
 
+def _resolve_start_up_path(path):
+    """A ``package://`` or ``file://`` URI given as urdf_path (start-up only) -> the file's path
+    (manip_core.package_uri search path); any other path as it is."""
+    if path.startswith(("package://", "file://")):
+        from ..package_uri import resolve_uri
+        try:
+            return resolve_uri(path)
+        except FileNotFoundError as e:
+            raise ModelError(path, "", str(e)) from None
+    return path
+
+
 def model_signature(model):
     """What makes two models the same robot for a controller: chain, joints, limits, kinematics, inertia."""
     arrays = (model.joint_lower, model.joint_upper, model.velocity_limits, model.effort_limits,
@@ -134,8 +146,8 @@ class RobotModelSource:
         self._closed = False
         self._thread = None
         self._guard = None
-        path = _declare(node, "urdf_path", "", "path of a URDF or *.kinematic.json file, read at start-up only "
-                                               "(alternative to robot_description)", read_only=True)
+        path = _declare(node, "urdf_path", "", "path (or package:// URI) of a URDF or *.kinematic.json file, read "
+                                               "at start-up only (alternative to robot_description)", read_only=True)
         text = _declare(node, "robot_description", "", "URDF or kinematic.json TEXT of the robot (never a path; "
                                                        "files: urdf_path)")
         self.base_link = _declare(node, "base_link", "", "base link of the chain (empty: the URDF root)") or None
@@ -146,7 +158,7 @@ class RobotModelSource:
                 if text:
                     self.load(text, source="robot_description parameter")
                 else:
-                    self.load(read_description_file(path), source=path)
+                    self.load(read_description_file(_resolve_start_up_path(path)), source=path)
             except ModelError as e:
                 node.get_logger().error(f"robot model not loaded: {e}")
         if self.model is None and subscribe:
