@@ -93,6 +93,8 @@ def _load(source, path):
         raise ModelError(source, f"line {e.lineno} column {e.colno}", f"invalid JSON: {e.msg}") from e
     except ValueError as e:
         raise ModelError(source, "", str(e)) from e
+    except RecursionError:
+        raise ModelError(source, "", "invalid JSON: nested too deeply") from None
 
 
 def _reject_constant(name):

@@ -1,0 +1,99 @@
+"""Helpers of the robustness tests (see conftest.py): the seeded hypothesis profile, the outcome checker, the
+robustness table."""
+import collections
+import faulthandler
+import os
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+
+FUZZ_EXAMPLES = int(os.environ.get("MANIP_FUZZ_EXAMPLES", "20"))
+CALL_TIMEOUT_S = float(os.environ.get("MANIP_FUZZ_CALL_TIMEOUT", "60"))
+PROJECT_PACKAGES = ("manip_core", "manip_planning", "manip_control", "manip_perception", "manip_sim",
+                    "manip_design", "manip_view")
+
+settings.register_profile(
+    "manip-fuzz", max_examples=FUZZ_EXAMPLES, derandomize=True, database=None, deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+                           HealthCheck.function_scoped_fixture, HealthCheck.large_base_example])
+settings.load_profile("manip-fuzz")
+
+
+class Hang(Exception):
+    pass
+
+
+@contextmanager
+def bounded(what, timeout_s=CALL_TIMEOUT_S):
+    """Fail with Hang if the block runs longer than timeout_s (main thread only)."""
+    def on_alarm(signum, frame):
+        raise Hang(f"{what}: still running after {timeout_s:g} s")
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    # a native loop never returns to Python: the whole run ends with every thread's stack
+    faulthandler.dump_traceback_later(timeout_s * 3, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def is_project_error(e):
+    """An exception class of this project (ModelError, InputError, BagError, StereoError, ...)."""
+    mod = type(e).__module__ or ""
+    return mod.split(".")[0] in PROJECT_PACKAGES and bool(str(e).strip())
+
+
+class Outcome:
+    def __init__(self, value=None, error=None):
+        self.value, self.error = value, error
+
+    @property
+    def ok(self):
+        return self.error is None
+
+    @property
+    def label(self):
+        return "ok" if self.ok else type(self.error).__name__
+
+
+def outcome(what, fn, *args, allowed=(), timeout_s=CALL_TIMEOUT_S, **kwargs):
+    """Run fn(*args, **kwargs) under the time bound. Returns an Outcome; fails the test on a raw exception
+    (not one of the project's own, nor a class in ``allowed``) or an empty message."""
+    try:
+        with bounded(what, timeout_s):
+            return Outcome(value=fn(*args, **kwargs))
+    except Hang:
+        raise
+    except Exception as e:  # noqa: BLE001 (classified below)
+        if is_project_error(e) or isinstance(e, allowed):
+            return Outcome(error=e)
+        raise AssertionError(f"{what}: raw {type(e).__module__}.{type(e).__name__} instead of the project's own "
+                             f"exception: {e!r}") from e
+
+
+class RobustnessTable:
+    """Rows (input or fault, node or library function, outcome) aggregated over the examples."""
+
+    def __init__(self):
+        self.rows = collections.OrderedDict()
+
+    def add(self, inp, node, outcome_label):
+        self.rows.setdefault((inp, node), collections.Counter())[outcome_label] += 1
+
+    def markdown(self):
+        lines = ["| input or fault | node / library entry | outcome (count) |", "|---|---|---|"]
+        for (inp, node), counts in self.rows.items():
+            out = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(counts.items()))
+            lines.append(f"| {inp} | {node} | {out} |")
+        return "\n".join(lines) + "\n"
+
+
+_TABLE = RobustnessTable()
