@@ -388,12 +388,14 @@ class StereoObstaclesNode(Node):
         log(f"self-filter for {model.name}: {self._body.source} ({time.monotonic() - t0:.1f} s)")
 
     def _on_known_objects(self, msg):
+        before = self._known.describe()
         try:
             self._known.set(msg, self.config.values['base_frame'])
         except ValueError as e:
             self._reject('known_objects', f"known_objects: {e}")
             return
-        self.get_logger().info(f"known_objects: {self._known.describe()}")
+        if self._known.describe() != before:
+            self.get_logger().info(f"known_objects: {self._known.describe()}")
 
     def _on_joint_state(self, msg):
         for name, pos in zip(msg.name, msg.position):

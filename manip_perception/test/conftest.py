@@ -10,6 +10,7 @@ Depth buffer -> metric depth along the optical axis: far * near / (far - (far - 
 """
 import math
 import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,13 @@ import pytest
 PKG_ROOT = Path(__file__).resolve().parents[1]
 REPO = PKG_ROOT.parent
 CAMERA_YAML = REPO / 'manip_sim' / 'config' / 'stereo_camera.yaml'
+ERD = Path(sysconfig.get_paths()['purelib']) / 'cmeel.prefix/share/example-robot-data'
+#: example-robot-data's Panda (collision: STL meshes through package://, visual: DAE meshes).
+PANDA_URDF = ERD / 'robots/panda_description/urdf/panda.urdf'
+#: Panda reaching over the table towards the camera, hand low next to box_b (most of the arm in view; it
+#: hides the cylinder).
+PANDA_Q = (-0.6, 0.4, 0.0, -1.8, 0.0, 2.2, 0.8)
+PANDA_HELD_SIZE = 0.08  # m: a cube held below the finger tips
 
 
 def _import_from_source(package, module, root):
@@ -294,6 +302,51 @@ def robot_stand_in(model, q, radius=0.045):
     return np.array(chain), add
 
 
+def panda_in_pybullet(model, q, held_size, tmp_path):
+    """extra_bodies callable for render_scene: the Panda from its URDF (package:// resolved to the
+    example-robot-data folder) with its joints set by name, and a box held below the hand (pose from
+    PyBullet's own hand link). Returns (callable, ids: filled with 'robot', 'held', 'held_T')."""
+    ids = {}
+    text = PANDA_URDF.read_text().replace('package://example-robot-data/', str(ERD) + '/')
+    urdf = Path(tmp_path) / 'panda_resolved.urdf'
+    urdf.write_text(text)
+
+    def add(cid, tex):
+        import pybullet as pb
+        rid = pb.loadURDF(str(urdf), useFixedBase=True, physicsClientId=cid)
+        values = dict(zip(model.joint_names, q))
+        hand = None
+        for j in range(pb.getNumJoints(rid, physicsClientId=cid)):
+            info = pb.getJointInfo(rid, j, physicsClientId=cid)
+            if info[1].decode() in values:
+                pb.resetJointState(rid, j, values[info[1].decode()], physicsClientId=cid)
+            if info[12].decode() == 'panda_hand':
+                hand = j
+        pos, orn = pb.getLinkState(rid, hand, computeForwardKinematics=True, physicsClientId=cid)[4:6]
+        R = np.array(pb.getMatrixFromQuaternion(orn)).reshape(3, 3)
+        centre = np.array(pos) + R @ [0, 0, 0.105 + held_size / 2]  # below the finger tips
+        vis = pb.createVisualShape(pb.GEOM_BOX, halfExtents=[held_size / 2] * 3, physicsClientId=cid)
+        hid = pb.createMultiBody(0, -1, vis, basePosition=centre.tolist(), baseOrientation=orn, physicsClientId=cid)
+        pb.changeVisualShape(hid, -1, textureUniqueId=tex, rgbaColor=[1, 1, 1, 1], physicsClientId=cid)
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = R, centre
+        ids.update(robot=rid, held=hid, held_T=T)
+
+    return add, ids
+
+
+@pytest.fixture(scope='session')
+def panda_scene(camera, tmp_path_factory):
+    """(Rendered, ids, model): the Panda at PANDA_Q holding a cube, with main_objects() on the table (box_a
+    is the object to pick in the tests; box_b is in view; the arm hides the cylinder)."""
+    if not PANDA_URDF.is_file():
+        pytest.skip('example-robot-data Panda not installed')
+    model = import_manip_core_model().RobotModel.from_urdf(str(PANDA_URDF), None, 'panda_hand')
+    tmp = tmp_path_factory.mktemp('panda_scene')
+    add, ids = panda_in_pybullet(model, np.array(PANDA_Q), PANDA_HELD_SIZE, tmp)
+    return render_scene(camera, main_objects(), tmp, seed=5, extra_bodies=add), ids, model
+
+
 @pytest.fixture(scope='session')
 def camera():
     return load_camera()
@@ -333,4 +386,5 @@ def gt():
     return SimpleNamespace(render_scene=render_scene, SceneObject=SceneObject, main_objects=main_objects,
                            source_root=source_root, import_manip_core_model=import_manip_core_model,
                            robot_stand_in=robot_stand_in, ROBOT_Q=ROBOT_Q, quat_xyzw=quat_xyzw,
-                           CAMERA_YAML=CAMERA_YAML, REPO=REPO, PKG_ROOT=PKG_ROOT)
+                           CAMERA_YAML=CAMERA_YAML, REPO=REPO, PKG_ROOT=PKG_ROOT, PANDA_URDF=PANDA_URDF,
+                           PANDA_Q=PANDA_Q, PANDA_HELD_SIZE=PANDA_HELD_SIZE)

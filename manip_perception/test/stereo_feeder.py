@@ -6,7 +6,7 @@ default profile practically never reaches another process.
 
 Protocol: each stdin line is the path of a pickle {'steps': [...], 'repeat': seconds or None}; a step is
 (key, raw CDR bytes) with key in left, right, left_info, right_info, joint_states (reliable),
-tf_static (when tf2_msgs is installed), or
+known_objects (reliable, transient local), tf_static (when tf2_msgs is installed), or
 ('sleep', seconds). A new line
 replaces the running script; with 'repeat' the script runs again every that many seconds. Prints
 'ready' once the four stereo topics have a subscriber, and 'ran <n>' after each run. Ends at stdin EOF or SIGINT.
@@ -26,6 +26,14 @@ TOPICS = {'left': ('stereo/left/image_rect', Image, SD), 'right': ('stereo/right
           'left_info': ('stereo/left/camera_info', CameraInfo, SD),
           'right_info': ('stereo/right/camera_info', CameraInfo, SD),
           'joint_states': ('joint_states', JointState, 10)}
+try:
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+
+    from manip_msgs.msg import SceneObjectArray
+    TOPICS['known_objects'] = ('known_objects', SceneObjectArray,
+                               QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+except ImportError:
+    pass
 STEREO = ('left', 'right', 'left_info', 'right_info')
 try:  # tf2_msgs is built by scripts/setup.sh; without it there is no tf_static key
     from rclpy.qos import DurabilityPolicy, QoSProfile

@@ -479,6 +479,69 @@ def test_self_filter_in_the_node(gt, ros, camera, tmp_path):
     assert rc == 0 and 'Traceback' not in log, log
 
 
+def _scene_object(name, kind, T, size, attached=False):
+    from manip_msgs.msg import SceneObject
+    o = SceneObject(name=name, kind=kind, attached=attached)
+    o.pose.position.x, o.pose.position.y, o.pose.position.z = (float(v) for v in T[:3, 3])
+    x, y, z, w = (float(v) for v in gt_quat(T[:3, :3]))
+    o.pose.orientation.x, o.pose.orientation.y, o.pose.orientation.z, o.pose.orientation.w = x, y, z, w
+    o.size.x, o.size.y, o.size.z = (float(v) for v in size)
+    return o
+
+
+def gt_quat(R):
+    from scipy.spatial.transform import Rotation
+    return Rotation.from_matrix(R).as_quat()  # x, y, z, w
+
+
+def test_panda_self_filter_and_known_objects_in_the_node(gt, ros, panda_scene, tmp_path):
+    """Any robot: example-robot-data's Panda (urdf_path; collision STL meshes through package://), rendered by
+    PyBullet at the joint_states sent to the node, holding a cube, next to box_a (the object to pick) and box_b.
+    known_objects (SceneObjectArray, transient local) names the held cube (attached, given in the base frame at the
+    images' stamp) and box_a (to pick), plus box_b as KIND_OBSTACLE (ignored). Only box_b is reported, at its
+    true position; the log names the Panda's collision geometry."""
+    from sensor_msgs.msg import JointState
+
+    from manip_msgs.msg import SceneObject, SceneObjectArray
+    h, first, env, _ = ros
+    assert first.poll() is not None
+    sc, ids, model = panda_scene
+    env = dict(env, PYTHONPATH=os.pathsep.join([gt.source_root('manip_core'), gt.source_root('manip_planning'),
+                                                env['PYTHONPATH']]))
+    # The Panda's base link is panda_link0: the obstacles' frame (the camera pose parameters of
+    # stereo_camera.yaml hold for it: the Panda stands at the origin of the scene's base frame).
+    proc = _start_node(gt, env, tmp_path / 'panda.log', '-p', f'urdf_path:={gt.PANDA_URDF}',
+                       '-p', 'tip_link:=panda_hand', '-p', 'base_frame:=panda_link0')
+    try:
+        _wait_for_log(proc, r'ready.*self-filter on', timeout=TIMEOUT)
+        log = _wait_for_log(proc, r'self-filter for panda: collision geometry of \d+ links', timeout=TIMEOUT)
+        stamp = _stamp(5000)
+        js = JointState(name=list(model.joint_names), position=[float(x) for x in gt.PANDA_Q])
+        js.header.stamp = stamp
+        box_a = next(o for o in sc.objects if o.name == 'box_a')
+        box_b = next(o for o in sc.objects if o.name == 'box_b')
+        T_a, T_b = np.eye(4), np.eye(4)
+        T_a[:3, 3], T_b[:3, 3] = box_a.position, box_b.position
+        known = SceneObjectArray(objects=[
+            _scene_object('cube', SceneObject.KIND_OBJECT, ids['held_T'], [gt.PANDA_HELD_SIZE] * 3, attached=True),
+            _scene_object('box_a', SceneObject.KIND_OBJECT, T_a, 2 * box_a.half_extents),
+            _scene_object('box_b', SceneObject.KIND_OBSTACLE, T_b, 2 * box_b.half_extents)])
+        known.header.frame_id = 'panda_link0'
+        known.header.stamp = stamp
+        h.feeder.run([('joint_states', js), ('known_objects', known), ('sleep', 0.3)] + _steps(_frame(sc, stamp)),
+                     repeat=1.0)
+        msg = h.wait_for(stamp)['obstacles']
+        centers = [np.array([o.center.x, o.center.y, o.center.z]) for o in msg.obstacles]
+        assert len(centers) == 1, centers
+        assert np.linalg.norm(centers[0] - box_b.expected_center(PLANE_MARGIN)) < TOL, centers
+        log = _wait_for_log(proc, r'known_objects: cube \(held, in panda_link0\), box_a \(to pick, in panda_link0\)')
+        assert log.count('known_objects: cube') == 1  # logged when the set changes, not at every republish
+    finally:
+        h.feeder.run([])
+        rc, log = _stop(proc)
+    assert rc == 0 and 'Traceback' not in log, log
+
+
 def test_regression_bags_replayed_into_the_node(gt, ros, regression_bags, tmp_path, record_property):
     """The recorded regression bags (mcap and sqlite3; simulator with sensor noise, lighting changes, a
     slight right-camera rotation and the arm moving in view, see regression_bags.py) replayed frame by frame

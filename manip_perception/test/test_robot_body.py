@@ -8,8 +8,6 @@ the objects' points must stay; through the whole stereo chain the robot, the hel
 must not be reported and the other objects must be, at their true positions. Without the filter the robot
 is reported (the test can fail).
 """
-import re
-import sysconfig
 from pathlib import Path
 
 import cv2
@@ -21,14 +19,8 @@ from manip_perception.robot_body import (Box, RobotBody, RobotBodyError, box_fro
                                          outside_spheres_mask)
 from manip_perception.stereo import DisparityMatcher, SgbmParams, back_project, disparity_to_depth
 
-ERD = Path(sysconfig.get_paths()['purelib']) / 'cmeel.prefix/share/example-robot-data'
-PANDA = ERD / 'robots/panda_description/urdf/panda.urdf'
-#: Panda reaching over the table towards the camera, hand low next to box_b (most of the arm in view; it
-#: hides the cylinder).
-PANDA_Q = (-0.6, 0.4, 0.0, -1.8, 0.0, 2.2, 0.8)
 PADDING = 0.03  # m: the visual meshes stick out of the collision meshes by up to 2.9 cm (link5)
 TOL = 0.03
-HELD_SIZE = 0.08  # m: a cube held below the finger tips
 
 
 def _model(path, tip=None):
@@ -37,11 +29,11 @@ def _model(path, tip=None):
 
 
 @pytest.fixture(scope='module')
-def panda():
-    if not PANDA.is_file():
+def panda(gt):
+    if not gt.PANDA_URDF.is_file():
         pytest.skip('example-robot-data Panda not installed')
-    model = _model(PANDA, 'panda_hand')
-    return model, RobotBody.from_description(model, str(PANDA), fallback_radius_m=0.08)
+    model = _model(gt.PANDA_URDF, 'panda_hand')
+    return model, RobotBody.from_description(model, str(gt.PANDA_URDF), fallback_radius_m=0.08)
 
 
 # ------------------------------------------------------------------------------------------ synthetic
@@ -64,12 +56,12 @@ def test_sphere_and_box_masks():
         Box(np.eye(4), [0.1, -1, 0.1], 'bad')
 
 
-def test_panda_spheres_follow_pinocchio(panda):
+def test_panda_spheres_follow_pinocchio(panda, gt):
     """Every collision sphere posed by RobotBody sits where Pinocchio puts the same point of its link."""
     pin = pytest.importorskip('pinocchio')
     model, body = panda
     assert 'collision geometry' in body.source and body.n_spheres > 100  # STL covers, not the capsule fallback
-    pm = pin.buildModelFromUrdf(str(PANDA))
+    pm = pin.buildModelFromUrdf(str(gt.PANDA_URDF))
     pd = pm.createData()
     rng = np.random.default_rng(0)
     for _ in range(3):
@@ -111,58 +103,15 @@ def test_description_without_collision_geometry_gets_capsules():
 
 
 # ------------------------------------------------------------------------------------------ rendered
-def _panda_in_pybullet(model, q, held_size, tmp_path):
-    """extra_bodies callable for render_scene: the Panda from its URDF (package:// resolved to the
-    example-robot-data folder) with its joints set by name, and a box held below the hand (pose from
-    PyBullet's own hand link). Returns (callable, ids: filled with 'robot', 'held', 'held_T')."""
-    ids = {}
-    text = PANDA.read_text().replace('package://example-robot-data/', str(ERD) + '/')
-    urdf = tmp_path / 'panda_resolved.urdf'
-    urdf.write_text(text)
-
-    def add(cid, tex):
-        import pybullet as pb
-        rid = pb.loadURDF(str(urdf), useFixedBase=True, physicsClientId=cid)
-        values = dict(zip(model.joint_names, q))
-        hand = None
-        for j in range(pb.getNumJoints(rid, physicsClientId=cid)):
-            info = pb.getJointInfo(rid, j, physicsClientId=cid)
-            if info[1].decode() in values:
-                pb.resetJointState(rid, j, values[info[1].decode()], physicsClientId=cid)
-            if info[12].decode() == 'panda_hand':
-                hand = j
-        pos, orn = pb.getLinkState(rid, hand, computeForwardKinematics=True, physicsClientId=cid)[4:6]
-        R = np.array(pb.getMatrixFromQuaternion(orn)).reshape(3, 3)
-        centre = np.array(pos) + R @ [0, 0, 0.105 + held_size / 2]  # below the finger tips
-        vis = pb.createVisualShape(pb.GEOM_BOX, halfExtents=[held_size / 2] * 3, physicsClientId=cid)
-        hid = pb.createMultiBody(0, -1, vis, basePosition=centre.tolist(), baseOrientation=orn, physicsClientId=cid)
-        pb.changeVisualShape(hid, -1, textureUniqueId=tex, rgbaColor=[1, 1, 1, 1], physicsClientId=cid)
-        T = np.eye(4)
-        T[:3, :3], T[:3, 3] = R, centre
-        ids.update(robot=rid, held=hid, held_T=T)
-
-    return add, ids
-
-
-@pytest.fixture(scope='module')
-def panda_scene(panda, camera, gt, tmp_path_factory):
-    model, _ = panda
-    tmp = tmp_path_factory.mktemp('panda_scene')
-    add, ids = _panda_in_pybullet(model, np.array(PANDA_Q), HELD_SIZE, tmp)
-    objects = gt.main_objects()  # box_a is the object to pick; box_b and the cylinder are obstacles
-    sc = gt.render_scene(camera, objects, tmp, seed=5, extra_bodies=add)
-    return sc, ids
-
-
-def test_ground_truth_robot_points_are_removed(panda, panda_scene):
+def test_ground_truth_robot_points_are_removed(panda, panda_scene, gt):
     """The Panda's true surface points (depth buffer x segmentation) are inside its posed collision geometry
     (+ padding); the objects' points are not."""
     model, body = panda
-    sc, ids = panda_scene
+    sc, ids, _ = panda_scene
     pts = sc.camera.back_project_base(sc.depth)
     robot_pts = pts[sc.seg == ids['robot']]
     assert len(robot_pts) > 5000, 'the Panda should be in view'
-    posed = body.at(np.array(PANDA_Q))
+    posed = body.at(np.array(gt.PANDA_Q))
     kept = posed.mask(robot_pts, PADDING, 0.0)
     assert kept.mean() < 0.002, f"{kept.sum()} of {len(robot_pts)} robot points outside its geometry"
     for o in sc.objects:
@@ -178,17 +127,17 @@ def _stereo_points(sc):
                         max_depth=3.0)
 
 
-def test_panda_held_and_picked_objects_are_not_obstacles(panda, panda_scene):
+def test_panda_held_and_picked_objects_are_not_obstacles(panda, panda_scene, gt):
     """Through the stereo chain: without the self-filter the Panda (and what it holds) shows up as obstacles;
     with it, holding a box (attached to panda_hand) and told that box_a is the object to pick, only the other
     objects in view remain (box_b; the arm hides the cylinder), at their true positions."""
     model, body = panda
-    sc, ids = panda_scene
+    sc, ids, _ = panda_scene
     cam = sc.camera
     params = ObstacleParams(camera_position=tuple(cam.position), camera_orientation_xyzw=tuple(cam.orientation_xyzw),
                             self_filter_padding=PADDING)
     pts = _stereo_points(sc)
-    q = np.array(PANDA_Q)
+    q = np.array(gt.PANDA_Q)
     without = detect_obstacles(pts, params)
     robot_true = sc.camera.back_project_base(sc.depth)[sc.seg == ids['robot']]
 
@@ -199,7 +148,7 @@ def test_panda_held_and_picked_objects_are_not_obstacles(panda, panda_scene):
 
     # The held box: its pose in the hand frame from manip_core's hand pose at q and the true box pose.
     T_hand = model.fk(q, 'panda_hand')
-    held = Box(np.linalg.inv(T_hand) @ ids["held_T"], [HELD_SIZE / 2] * 3, "held", link="panda_hand")
+    held = Box(np.linalg.inv(T_hand) @ ids["held_T"], [gt.PANDA_HELD_SIZE / 2] * 3, "held", link="panda_hand")
     box_a = next(o for o in sc.objects if o.name == 'box_a')
     to_pick = box_from_pose(box_a.position, [0, 0, 0, 1], 2 * box_a.half_extents, 'box_a')
     det = detect_obstacles(pts, params, robot=body.at(q, held=[held], to_pick=[to_pick]))
@@ -213,3 +162,64 @@ def test_panda_held_and_picked_objects_are_not_obstacles(panda, panda_scene):
     # Without the held box and the object to pick, both come back (only the robot is filtered).
     only_robot = detect_obstacles(pts, params, robot=body.at(q))
     assert len(only_robot.obstacles) == len(expected) + 2, [d.center for d in only_robot.obstacles]
+
+
+def test_known_objects_held_and_to_pick():
+    """known_objects messages -> boxes: objects to pick stay where they are, held objects move with the tip
+    (given in the base frame at a stamp: fixed to the tip with the joint values of that stamp), obstacles are
+    ignored, malformed objects are refused by name."""
+    from manip_core import RobotModel
+
+    from manip_msgs.msg import SceneObject, SceneObjectArray
+    from manip_perception.known_objects import KIND_OBJECT, KnownObjects
+    assert KIND_OBJECT == SceneObject.KIND_OBJECT
+    model = RobotModel.load('ur5')
+    q0 = np.array([0.3, -1.2, 1.4, -0.5, 0.8, 0.0])
+    q1 = np.array([-0.4, -1.0, 1.0, -0.9, 1.2, 0.5])
+
+    def obj(name, kind, xyz, size, attached=False, frame=''):
+        o = SceneObject(name=name, kind=kind, attached=attached)
+        o.header.frame_id = frame
+        o.pose.position.x, o.pose.position.y, o.pose.position.z = xyz
+        o.pose.orientation.w = 1.0
+        o.size.x, o.size.y, o.size.z = size
+        return o
+
+    T_tip0 = model.fk(q0, model.tip_link)
+    held_xyz = T_tip0[:3, 3] + T_tip0[:3, 2] * 0.05  # 5 cm along the tool axis at q0
+    msg = SceneObjectArray(objects=[obj('cube', SceneObject.KIND_OBJECT, held_xyz, (0.04,) * 3, attached=True),
+                                    obj('target', SceneObject.KIND_OBJECT, (0.5, 0.2, 0.02), (0.04,) * 3),
+                                    obj('wall', SceneObject.KIND_OBSTACLE, (0.5, 0.5, 0.2), (0.1, 1, 0.4)),
+                                    obj('tool', SceneObject.KIND_OBJECT, (0, 0, 0.1), (0.02,) * 3, attached=True,
+                                        frame=model.tip_link)])
+    msg.header.frame_id = 'base_link'
+    msg.header.stamp.sec = 7
+    known = KnownObjects()
+    known.set(msg, 'base_link')
+    assert known.describe() == f'cube (held, in base_link), target (to pick, in base_link), tool (held, in {model.tip_link})'
+    asked = []
+
+    def frame_pose(frame, q):
+        assert frame == 'base_link'
+        return np.eye(4)
+
+    def joints_at(t):
+        asked.append(t)
+        return q0
+
+    body = RobotBody(model, {})
+    for q in (q0, q1):
+        held, to_pick = known.boxes(model, q, frame_pose, joints_at)
+        posed = body.at(q, held=held, to_pick=to_pick)
+        T_tip = model.fk(q, model.tip_link)
+        np.testing.assert_allclose(posed.boxes[0].T[:3, 3], T_tip[:3, 3] + T_tip[:3, 2] * 0.05, atol=1e-9)
+        np.testing.assert_allclose(posed.boxes[1].T[:3, 3], (T_tip @ [0, 0, 0.1, 1])[:3], atol=1e-9)
+        np.testing.assert_allclose(posed.boxes[2].T[:3, 3], [0.5, 0.2, 0.02])
+        assert [b.name for b in posed.boxes] == ['cube', 'tool', 'target']
+    assert asked == [7.0]  # the held cube is fixed to the tip once, with the joints of its stamp
+    bad = SceneObjectArray(objects=[obj('broken', SceneObject.KIND_OBJECT, (0, 0, 0), (0.1, -1, 0.1))])
+    with pytest.raises(ValueError, match="'broken'"):
+        known.set(bad, 'base_link')
+    assert 'cube' in known.describe()  # the previous set is kept
+    known.set(SceneObjectArray(), 'base_link')
+    assert known.describe() == 'none'
