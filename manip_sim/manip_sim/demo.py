@@ -246,14 +246,14 @@ def run(args):
             rclpy.spin_once(node, timeout_sec=0.05)
             if cond():
                 return True
-            failed = graph.failure() if time.monotonic() >= next_check[0] else None
-            if failed:
-                raise RuntimeError(f"the graph failed {time.monotonic() - wall0:.1f} s after the launch started, "
-                                   f"while waiting for {what}: {failed}")
+            alive = graph.alive()
+            failed = graph.failure() if not alive or time.monotonic() >= next_check[0] else None
+            if failed:   # manip-launch fails fast: a node exited or logged FATAL
+                raise RuntimeError(f"the graph failed {time.monotonic() - wall0:.1f} s after the launch started (seen "
+                                   f"at wall clock {time.time():.3f} s), while waiting for {what}: {failed}")
             next_check[0] = max(next_check[0], time.monotonic() + 0.5)
-            if not graph.alive():
-                raise RuntimeError(f"the launch exited while waiting for {what}: "
-                                   f"{graph.failure() or 'no node failure reported'}\n{graph.tail()}")
+            if not alive:
+                raise RuntimeError(f"the launch exited while waiting for {what}:\n{graph.tail()}")
         raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}; launch log tail:\n{graph.tail()}")
 
     try:
