@@ -33,7 +33,7 @@ ARMS = {
     "xarm7": (ERD + "xarm_description/urdf/xarm7.urdf", "link_base", "link_eef", 7),
     "mbm_panda": (str(MBM_PANDA), "panda_link0", "panda_grasptarget", 7),
     "ur10": (ERD + "ur_description/urdf/ur10_robot.urdf", "base_link", "tool0", 6),
-    "kinova": (ERD + "kinova_description/robots/kinova.urdf", "root", "j2s6s200_end_effector", 6),
+    "kinova": (ERD + "kinova_description/robots/kinova.urdf", "base", "j2s6s200_end_effector", 6),
 }
 # nodes that load the robot model and say so ("robot model from ...: NAME, BASE -> TIP, N joints")
 MODEL_NODES = ("model_server", "controller", "planner", "pick_place", "state_publisher")

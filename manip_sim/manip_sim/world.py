@@ -51,6 +51,29 @@ def import_pybullet():
     return _quietly(lambda: __import__("pybullet"))
 
 
+def _captured(fn):
+    """(fn(), what PyBullet's C code printed on file descriptors 1 and 2 meanwhile)."""
+    import sys
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile() as tmp:
+        try:
+            os.dup2(tmp.fileno(), 1)
+            os.dup2(tmp.fileno(), 2)
+            result = fn()
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+        tmp.seek(0)
+        return result, tmp.read(1 << 20).decode("utf-8", "replace")
+
+
 def _quietly(fn):
     """Run fn with file descriptors 1 and 2 sent to /dev/null (PyBullet's C printouts), then restore them."""
     import sys
@@ -114,6 +137,9 @@ class PreparedUrdf:
     has_collision: bool
 
 
+MESH_FORMATS = (".stl", ".obj", ".dae")
+
+
 def _resolve_mesh(filename, src_dir):
     """Absolute path of a mesh file name (package://, file://, relative to the URDF's folder, absolute)."""
     from manip_core.package_uri import resolve_uri
@@ -134,9 +160,23 @@ def prepare_urdf(urdf_path, out_dir):
             ET.SubElement(inertial, "origin", xyz="0 0 0", rpy="0 0 0")
             ET.SubElement(inertial, "mass", value="0")
             ET.SubElement(inertial, "inertia", ixx="0", ixy="0", ixz="0", iyy="0", iyz="0", izz="0")
-    for mesh in root.iter("mesh"):
-        if mesh.get("filename"):
-            mesh.set("filename", _resolve_mesh(mesh.get("filename"), src.parent))
+    for link in root.findall("link"):
+        for kind in ("visual", "collision"):
+            for mesh in link.findall(f"{kind}/geometry/mesh"):
+                name = mesh.get("filename")
+                if not name:
+                    continue
+                where = f"{src}: link '{link.get('name')}' <{kind}> mesh '{name}'"
+                try:
+                    path = _resolve_mesh(name, src.parent)
+                except FileNotFoundError as exc:
+                    raise ValueError(f"{where}: {exc}") from None
+                if not os.path.isfile(path):
+                    raise ValueError(f"{where}: no such file {path}")
+                if not path.lower().endswith(MESH_FORMATS):
+                    raise ValueError(f"{where}: PyBullet reads {', '.join(MESH_FORMATS)} meshes, not "
+                                     f"{os.path.splitext(path)[1] or 'a file without extension'}")
+                mesh.set("filename", path)
     has_visual = root.find("link/visual") is not None
     has_collision = root.find("link/collision") is not None
     out = Path(out_dir) / (src.stem + ".pybullet.urdf")
@@ -207,7 +247,12 @@ def load_robot(pb, client, urdf_file, world_T_base, base_link):
     """Load the robot with a fixed base so that its link ``base_link`` lies at world_T_base.
 
     Returns (body id, {joint name: index}, {link name: index}); the root link has index -1."""
-    rid = pb.loadURDF(urdf_file, useFixedBase=True, flags=pb.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+    rid, output = _captured(lambda: pb.loadURDF(urdf_file, useFixedBase=True, flags=pb.URDF_USE_INERTIA_FROM_FILE,
+                                                physicsClientId=client))
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    if lines:   # e.g. an OBJ mesh's missing texture, once per mesh and search folder: one line for all of them
+        text = [ln.strip() for ln in lines if not ln.strip().endswith("]:")] or [lines[0].strip()]
+        _log.warning(f"PyBullet, loading {urdf_file}: {len(lines)} loader message line(s), first: {text[0]!r}")
     joints, links = {}, {pb.getBodyInfo(rid, physicsClientId=client)[0].decode(): -1}
     for i in range(pb.getNumJoints(rid, physicsClientId=client)):
         info = pb.getJointInfo(rid, i, physicsClientId=client)

@@ -1,4 +1,5 @@
 """manip_sim.world: PyBullet dynamics against manip_core, effort limits, watchdog, suction, ground truth."""
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -195,3 +196,25 @@ def test_ground_truth_in_the_base_frame_with_a_moved_base(scene):
         assert np.allclose(truth["table"].position, [0.25, 0.0, -0.025], atol=1e-9)
         q = w.joint_state().positions
         assert np.allclose(w.tool_pose(), w.model.fk(q), atol=1e-6)
+
+
+def test_urdf_meshes_resolved_or_named_in_one_line(tmp_path):
+    """package:// meshes (example-robot-data, DAE) resolve to existing files; a missing mesh, an unknown package or a
+    format PyBullet cannot read is one line naming the link, the element and the file."""
+    import xml.etree.ElementTree as ET
+
+    from manip_core.package_uri import resolve_uri
+    kinova = resolve_uri("package://example-robot-data/robots/kinova_description/robots/kinova.urdf")
+    out = prepare_urdf(kinova, tmp_path)
+    names = [m.get("filename") for m in ET.parse(out.path).getroot().iter("mesh")]
+    assert names and all(Path(n).is_file() and n.endswith(".dae") for n in names)
+    link = ('<robot name="r"><link name="a"><visual><geometry><mesh filename="{}"/></geometry></visual></link>'
+            '</robot>')
+    for i, (mesh, reason) in enumerate([("missing.stl", "no such file"),
+                                        ("package://no_such_pkg/m.stl", "package 'no_such_pkg' not found"),
+                                        ("m.ply", "PyBullet reads .stl, .obj, .dae meshes, not .ply")]):
+        (tmp_path / "m.ply").write_text("ply\n")
+        f = tmp_path / f"r{i}.urdf"
+        f.write_text(link.format(mesh))
+        with pytest.raises(ValueError, match=rf"r{i}.urdf: link 'a' <visual> mesh '{re.escape(mesh)}': .*{reason}"):
+            prepare_urdf(f, tmp_path)
