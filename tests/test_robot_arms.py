@@ -219,3 +219,24 @@ def test_demo_fails_fast_naming_a_node_that_dies_at_start_up(tmp_path):
     assert wall < 60, wall     # including the orderly stop of the nodes that had started
     log = (tmp_path / "out" / "launch.log").read_text()
     assert "[manip-launch] sending SIGINT to" in log and "sim_bridge" in log
+
+
+def test_planner_collision_meshes_dae_from_package_uri_and_bounded(tmp_path, monkeypatch):
+    """The planner's collision spheres from a URDF's meshes: DAE through package:// (Kinova, example-robot-data), an
+    oversized or non-regular mesh file refused in one line naming the link."""
+    from manip_planning.robot_collision import CollisionModelError, parse_collision_shapes
+    monkeypatch.setenv("MANIP_CACHE_DIR", str(tmp_path / "cache"))
+    kinova = _local_path(ERD + "kinova_description/robots/kinova.urdf")
+    shapes = parse_collision_shapes(kinova)
+    assert {"j2s6s200_link_1", "j2s6s200_link_2", "j2s6s200_link_6"} <= set(shapes)
+    mesh = tmp_path / "big.stl"
+    mesh.write_bytes(b"\0" * 1024)
+    urdf = ('<robot name="r"><link name="a"><collision><geometry><mesh filename="{}"/></geometry></collision></link>'
+            '</robot>')
+    import manip_core.package_uri as pu
+    monkeypatch.setattr(pu, "MAX_MESH_BYTES", 1000)
+    monkeypatch.setattr(pu.read_mesh_bytes, "__defaults__", (1000,))
+    with pytest.raises(CollisionModelError, match=r"link 'a'.*big.stl: 1024 bytes, more than the maximum of 1000"):
+        parse_collision_shapes(urdf.format(mesh))
+    with pytest.raises(CollisionModelError, match=r"link 'a' collision #0: mesh file '/dev/zero' not found"):
+        parse_collision_shapes(urdf.format("/dev/zero"))

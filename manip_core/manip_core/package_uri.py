@@ -125,3 +125,30 @@ def resolve_uri(name, base_dir=".", env=None):
     if not path.is_absolute():
         path = Path(base_dir) / path
     return str(path.resolve())
+
+
+MAX_MESH_BYTES = 64 * 1024 * 1024
+"""Largest mesh file read for a robot description (64 MiB; an arm's meshes are usually well below 10 MB)."""
+
+
+def read_mesh_bytes(path, max_bytes=MAX_MESH_BYTES):
+    """Bytes of a mesh file named by a robot description: a regular file of at most ``max_bytes``. Raises
+    ValueError with one line (not a regular file, too large, unreadable): a description that arrived over the
+    ROS graph must not make a node read a device file or gigabytes."""
+    import stat
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read the mesh: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path}: not a regular file")
+    if st.st_size > max_bytes:
+        raise ValueError(f"{path}: {st.st_size} bytes, more than the maximum of {max_bytes} bytes for a mesh")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read the mesh: {e.strerror or e}") from None
+    if len(data) > max_bytes:
+        raise ValueError(f"{path}: more than the maximum of {max_bytes} bytes for a mesh")
+    return data

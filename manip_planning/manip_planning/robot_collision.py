@@ -13,6 +13,7 @@ object (a Shape in the tip link's frame) becomes part of the tip.
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import math
 import os
@@ -70,6 +71,11 @@ def _resolve_mesh(filename, urdf_dir):
             cands.append(Path(get_package_share_directory(pkg)) / rel)
         except Exception:  # noqa: BLE001 - no ROS or no such package: the other candidates remain
             pass
+        try:   # MANIP_PACKAGE_PATH, ROS_PACKAGE_PATH, the venv's prefixes (manip_core.package_uri)
+            from manip_core.package_uri import resolve_uri
+            cands.append(Path(resolve_uri(filename)))
+        except FileNotFoundError:
+            pass
         for c in cands:
             if c.is_file():
                 return c
@@ -83,14 +89,15 @@ def _resolve_mesh(filename, urdf_dir):
 def mesh_sphere_cover(path, scale=(1.0, 1.0, 1.0), cell_m=0.05, samples=4000):
     """Spheres (K, 4) in the mesh frame whose union holds the mesh's vertices and sampled surface points;
     cached by SHA-256 of the file, scale and cell size. Needs trimesh."""
-    data = Path(path).read_bytes()
+    from manip_core.package_uri import read_mesh_bytes
+    data = read_mesh_bytes(path)   # a regular file of at most MAX_MESH_BYTES, else ValueError (one line)
     key = hashlib.sha256(data + repr((tuple(scale), cell_m, samples)).encode()).hexdigest()[:32]
     cache = Path(os.environ.get("MANIP_CACHE_DIR", Path.home() / ".cache" / "manip")) / "sphere_covers"
     f = cache / f"{key}.npy"
     if f.is_file():
         return np.load(f)
     import trimesh
-    mesh = trimesh.load(str(path), force="mesh")
+    mesh = trimesh.load(io.BytesIO(data), file_type=Path(path).suffix.lstrip(".").lower(), force="mesh")
     V = np.asarray(mesh.vertices, dtype=np.float64) * np.asarray(scale, dtype=np.float64)
     pts = V
     if len(mesh.faces):
