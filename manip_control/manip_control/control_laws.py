@@ -93,13 +93,15 @@ def _reference_q(model):
                                                                                         np.inf))
 
 
-def pd_default_gains(model, natural_frequency=DEFAULT_PD_NATURAL_FREQUENCY, damping_ratio=1.0, q_ref=None):
-    """(Kp, Kd) in N*m/rad, N*m*s/rad: Kp_i = m_i wn^2, Kd_i = 2 zeta wn m_i, where m_i = M_ii(q_ref) is
-    joint i's inertia with the other joints locked at q_ref (default: zero, clipped to the limits)."""
-    q = _reference_q(model) if q_ref is None else np.asarray(q_ref, float)
-    m = np.diag(model.mass_matrix(q)).copy()
-    wn = float(natural_frequency)
-    return m * wn * wn, 2.0 * damping_ratio * wn * m
+def pd_default_gains(model, period_s=0.004, delay_periods=2.0, max_natural_frequency=DEFAULT_NATURAL_FREQUENCY,
+                     damping_ratio=1.0):
+    """(Kp, Kd) in N*m/rad, N*m*s/rad: Kp_i = m_i wn_i^2, Kd_i = 2 zeta wn_i m_i, m_i joint i's smallest
+    apparent inertia over the workspace and wn_i <= max_natural_frequency lowered until the loop sampled at
+    period_s with delay_periods of measurement delay is stable with a gain margin of 2 over the workspace
+    (manip_control.gain_design)."""
+    from .gain_design import design_joint_gains
+    g = design_joint_gains(model, "pd", period_s, delay_periods, max_natural_frequency, damping_ratio)
+    return g.kp, g.kd
 
 
 @dataclass(frozen=True)
@@ -242,17 +244,25 @@ class ComputedTorque(_Law):
 class PD(_Law):
     """tau = Kp e + Kd ed (+ g(q) when gravity_compensation), clipped to the effort limits.
 
-    kp, kd: per joint (N*m/rad, N*m*s/rad) or one value for all; None or empty: :func:`pd_default_gains`.
-    The desired acceleration is not used.
+    kp, kd: per joint (N*m/rad, N*m*s/rad) or one value for all; None or empty: :func:`pd_default_gains` for
+    the control period and ``delay_periods`` of measurement delay. The desired acceleration is not used.
     """
 
     name = "pd"
+    PARAMETERS = (Param("delay_periods", 2.0, "control periods of measurement delay the default gains are sized "
+                                              "for (stable with a gain margin of 2)",
+                        check_nonnegative("pd.delay_periods")),)
+
+    @classmethod
+    def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
+        return cls(model, kp, kd, period_s=period_s, delay_periods=(params or {}).get("delay_periods", 2.0))
 
     def __init__(self, model, kp=None, kd=None, gravity_compensation=True,
-                 natural_frequency=DEFAULT_PD_NATURAL_FREQUENCY, damping_ratio=1.0):
-        super().__init__(model)
+                 natural_frequency=DEFAULT_NATURAL_FREQUENCY, damping_ratio=1.0, period_s=0.004, delay_periods=2.0):
+        super().__init__(model, period_s)
         need_defaults = kp is None or np.size(kp) == 0 or kd is None or np.size(kd) == 0
-        kp0, kd0 = pd_default_gains(model, natural_frequency, damping_ratio) if need_defaults else (None, None)
+        kp0, kd0 = (pd_default_gains(model, self.period_s, delay_periods, natural_frequency, damping_ratio)
+                    if need_defaults else (None, None))
         self.kp = _gain(kp, kp0, model.dof, "kp")
         self.kd = _gain(kd, kd0, model.dof, "kd")
         self.gravity_compensation = bool(gravity_compensation)

@@ -8,9 +8,13 @@ Anti-windup (Astrom & Hagglund, Advanced PID Control, 2006, sec. 3.5):
 - ``back_calculation``: dz/dt = e + (tau_clipped - tau_unclipped) / (Ki Tt), tracking time Tt in s
   (default sqrt(Ti Td) with Ti = Kp/Ki, Td = Kd/Kp, Astrom-Hagglund's rule), so z unwinds while saturated.
 
-Gains in N*m/rad, N*m/(rad*s), N*m*s/rad (N/m... for prismatic joints). Defaults: joint i with the others
-locked at the reference configuration has inertia m_i = M_ii; Kp = 3 m wn^2, Ki = m wn^3, Kd = 3 m wn
-places the three closed-loop poles of m s^3 + Kd s^2 + Kp s + Ki at -wn (wn = 10 rad/s).
+Gains in N*m/rad, N*m/(rad*s), N*m*s/rad (N/m... for prismatic joints). Defaults
+(manip_control.gain_design, for the control period and ``delay_periods`` of measurement delay): Kp_i = m_i
+wn_i^2, Kd_i = 2 m_i wn_i, Ki_i = Kp_i wn_i / beta_i, m_i joint i's smallest apparent inertia over the
+workspace, wn_i <= 20 rad/s and the integral slowed (beta_i) as far as the loop needs to stay stable with a
+gain margin of 2 at every sampled configuration. (The textbook triple pole at -wn, Kp = 3 m wn^2, Ki = m
+wn^3, Kd = 3 m wn, :func:`pid_default_gains`, is unstable on an inertia above 9 m: the UR5's base joint
+varies 35:1 over its workspace.)
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import math
 
 import numpy as np
 
-from .control_laws import (DEFAULT_PD_NATURAL_FREQUENCY, Param, _gain, _Law, _reference_q, check_choice,
+from .control_laws import (DEFAULT_NATURAL_FREQUENCY, DEFAULT_PD_NATURAL_FREQUENCY, Param, _gain, _Law, _reference_q, check_choice,
                            check_nonnegative, clip_efforts)
 
 __all__ = ["PID", "pid_default_gains"]
@@ -39,8 +43,8 @@ class PID(_Law):
 
     name = "pid"
     PARAMETERS = (
-        Param("ki", [-1.0], "integral gains per joint (N*m/(rad*s)); [-1.0]: the default (triple pole at -10 "
-                            "rad/s with kp, kd)", lambda v: None if list(v) == [-1.0]
+        Param("ki", [-1.0], "integral gains per joint (N*m/(rad*s)); [-1.0]: the default (manip_control.gain_design: "
+                            "sized with kp, kd for the delay and the inertia's range)", lambda v: None if list(v) == [-1.0]
               else check_nonnegative("pid.ki")(v)),
         Param("anti_windup", "clamping", "clamping (conditional integration) or back_calculation",
               check_choice("pid.anti_windup", ANTI_WINDUP)),
@@ -48,6 +52,8 @@ class PID(_Law):
               check_nonnegative("pid.tracking_time")),
         Param("gravity_compensation", True, "add g(q) from the model",
               lambda v: None if isinstance(v, bool) else check_choice("pid.gravity_compensation", ("true", "false"))(v)),
+        Param("delay_periods", 2.0, "control periods of measurement delay the default gains are sized for "
+                                    "(stable with a gain margin of 2)", check_nonnegative("pid.delay_periods")),
     )
 
     @classmethod
@@ -58,14 +64,21 @@ class PID(_Law):
             ki = None
         return cls(model, kp, ki, kd, anti_windup=p.get("anti_windup", "clamping"),
                    tracking_time=p.get("tracking_time", 0.0),
-                   gravity_compensation=p.get("gravity_compensation", True), period_s=period_s)
+                   gravity_compensation=p.get("gravity_compensation", True), period_s=period_s,
+                   delay_periods=p.get("delay_periods", 2.0))
 
     def __init__(self, model, kp=None, ki=None, kd=None, anti_windup="clamping", tracking_time=0.0,
-                 gravity_compensation=True, period_s=0.004, natural_frequency=DEFAULT_PD_NATURAL_FREQUENCY):
+                 gravity_compensation=True, period_s=0.004, natural_frequency=DEFAULT_NATURAL_FREQUENCY,
+                 delay_periods=2.0):
         super().__init__(model, period_s)
         check_choice("anti_windup", ANTI_WINDUP)(anti_windup)
-        kp0, ki0, kd0 = pid_default_gains(model, natural_frequency)
         n = model.dof
+        if any(g is None or np.size(g) == 0 for g in (kp, ki, kd)):
+            from .gain_design import design_joint_gains
+            d = design_joint_gains(model, "pid", self.period_s, delay_periods, natural_frequency)
+            kp0, ki0, kd0 = d.kp, d.ki, d.kd
+        else:
+            kp0 = ki0 = kd0 = None
         self.kp, self.ki, self.kd = _gain(kp, kp0, n, "kp"), _gain(ki, ki0, n, "ki"), _gain(kd, kd0, n, "kd")
         self.anti_windup = anti_windup
         self.gravity_compensation = bool(gravity_compensation)

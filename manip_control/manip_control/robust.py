@@ -19,14 +19,15 @@ of the tip frame's origin (m |c_j| and m |c|^2 per entry). Outside the layer eve
 eta_i / M-scale (the reaching condition); inside, sat is linear and s stays within phi.
 
 Boundary layer: phi (rad/s) per joint, widened at each tick to phi_i >= h (M^-1)_ii K_i, then all by the
-factor h lambda_max(D^1/2 M^-1 D^1/2) when it exceeds 1 (D = diag(K / phi)), h = 2 (1 + delay_periods) dt,
-so that the sampled loop (period dt, measurements up to delay_periods old) stays stable inside it: the
-layer's gain K/phi must not exceed what the delayed loop can follow. With h = 2 dt (no delay allowed) the
-UR5 wrists went unstable with joint states two periods old, which a loaded ROS graph gives. Longer delays
-need smaller Lambda and Ks as well: on the demo's loaded graph (real-time factor 0.3-0.6) the defaults (Lambda
-= Ks = 40/s) completed the pick-and-place but with one burst of wrist oscillation (max error 1.9 rad), and in
-simulation the defaults are unstable with 4 periods of delay, where computed torque (20 rad/s) is not. The layer actually used is ``last_phi`` (reported with the sliding variable
-``last_s``).
+factor h lambda_max(D^1/2 M^-1 D^1/2) when it exceeds 1 (D = diag(K / phi)), so that the layer's gain adds at
+most 1/h to the decay rate of s. Defaults from the control period dt and the stated measurement delay
+(``delay_periods``, 2 control periods: the simulated pick-and-place's ROS graph), not from any arm:
+Lambda = Ks = 1/h = w = gain_design.sliding_mode_rate(dt, delay_periods), the largest rate for which the
+decoupled loop inside the layer (q'' = -(Lambda + a) q' - Lambda a q, a in [Ks, Ks + 1/h]) sampled with that
+delay stays stable with every gain doubled: 23/s at 4 ms and 2 periods. (The earlier fixed Lambda = Ks = 40/s
+with 1/h = 1 / (2 (1 + delay) dt) = 42/s put that loop at its stability limit with two periods of delay: the
+wrists of the simulated pick-and-place oscillated.) The layer actually used is ``last_phi`` (reported with the
+sliding variable ``last_s``).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ import numpy as np
 
 from . import regressor as R
 from .control_laws import Param, _gain, _Law, check_nonnegative, check_positive, clip_efforts
+from .gain_design import sliding_mode_rate
 
 __all__ = ["ModelErrorBounds", "SlidingMode", "parameter_error_bound"]
 
@@ -78,12 +80,28 @@ def parameter_error_bound(model, bounds, pi_model=None):
     return d
 
 
+def _derived_or_nonnegative(name):
+    def check(v):
+        vals = list(v) if isinstance(v, (list, tuple)) else [v]
+        if vals in ([-1.0], [-1]):
+            return None
+        return check_nonnegative(name)(v)
+    return check
+
+
+def _derived(v):
+    """None for the 'derive it' value -1 (one value or [-1.0])."""
+    vals = list(np.atleast_1d(np.asarray(v, dtype=np.float64)))
+    return None if len(vals) == 1 and vals[0] == -1.0 else v
+
+
 PARAMS = (
-    Param("lambda", [40.0], "sliding surface slope Lambda (1/s), one value or one per joint",
-          check_nonnegative("robust.lambda")),
+    Param("lambda", [-1.0], "sliding surface slope Lambda (1/s), one value or one per joint; [-1.0]: derived from "
+          "the control period and delay_periods", _derived_or_nonnegative("robust.lambda")),
     Param("boundary_layer", 0.05, "boundary layer thickness phi (rad/s); widened when the control period needs it",
           check_positive("robust.boundary_layer")),
-    Param("damping", 40.0, "linear damping Ks of s (1/s)", check_nonnegative("robust.damping")),
+    Param("damping", -1.0, "linear damping Ks of s (1/s); -1: derived from the control period and delay_periods",
+          _derived_or_nonnegative("robust.damping")),
     Param("delay_periods", 2.0, "control periods of measurement delay the boundary layer is sized for",
           check_nonnegative("robust.delay_periods")),
     Param("eta", 0.5, "reaching margin eta (N*m) added to the derived gain", check_nonnegative("robust.eta")),
@@ -111,25 +129,29 @@ class SlidingMode(_Law):
     @classmethod
     def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
         p = params or {}
-        return cls(model, bounds_from_params(p), lam=p.get("lambda", [40.0]),
-                   boundary_layer=p.get("boundary_layer", 0.05), damping=p.get("damping", 40.0),
+        return cls(model, bounds_from_params(p), lam=_derived(p.get("lambda", [-1.0])),
+                   boundary_layer=p.get("boundary_layer", 0.05), damping=_derived(p.get("damping", -1.0)),
                    eta=p.get("eta", 0.5), period_s=period_s, delay_periods=p.get("delay_periods", 2.0))
 
-    def __init__(self, model, bounds=None, lam=40.0, boundary_layer=0.05, damping=40.0, eta=0.5, period_s=0.004,
+    def __init__(self, model, bounds=None, lam=None, boundary_layer=0.05, damping=None, eta=0.5, period_s=0.004,
                  delay_periods=2.0):
         super().__init__(model, period_s)
         n = model.dof
         self.bounds = bounds if bounds is not None else ModelErrorBounds()
-        self.lam = _gain(lam, 40.0, n, "lambda")
+        self.delay_periods = float(delay_periods)
+        # w: the rate the sampled, delayed loop supports (gain_design.sliding_mode_rate); lam, damping None: w
+        self.rate = sliding_mode_rate(self.period_s, self.delay_periods)
+        self.lam = _gain(lam, self.rate, n, "lambda")
         self.phi = float(boundary_layer)
         if not (math.isfinite(self.phi) and self.phi > 0):
             raise ValueError(f"boundary_layer must be > 0, got {boundary_layer}")
-        self.damping = float(damping)
+        self.damping = self.rate if damping is None else float(damping)
+        if not (math.isfinite(self.damping) and self.damping >= 0.0):
+            raise ValueError(f"damping must be finite and >= 0, got {damping}")
         if self.damping * self.period_s > 0.5:
             raise ValueError(f"damping {damping} 1/s is too high for the control period {self.period_s} s "
                              f"(damping * period must be <= 0.5)")
         self.eta = _gain(eta, 0.5, n, "eta")
-        self.delay_periods = float(delay_periods)
         self.friction = _gain(self.bounds.friction_nm, 0.0, n, "friction_nm")
         self.dpi = parameter_error_bound(model, self.bounds).ravel()
         self.kp, self.kd = self.lam, np.ones(n)  # for the node's log line: s = ed + lambda e
@@ -151,7 +173,7 @@ class SlidingMode(_Law):
         k = rho + self.eta
         M = self.model.mass_matrix(q)
         Minv = np.linalg.inv(M)
-        h = 2.0 * (1.0 + self.delay_periods) * self.period_s
+        h = 1.0 / self.rate
         phi = np.maximum(self.phi, h * np.diag(Minv) * k)
         # coupling: the layer's gain D = diag(k / phi) must keep h lambda_max(M^-1 D) <= 1
         d = np.sqrt(k / phi)
