@@ -814,6 +814,7 @@ def test_respawn_restarts_a_crashing_node(tmp_path):
             with open({str(counter)!r}, 'a') as f:
                 f.write('start\\n')
             print('crashing now', flush=True)
+            print('[FATAL] [0.0] [crasher]: a FATAL line of a respawning node', flush=True)
             sys.exit(7)
         """,
         'steady': ok_node(60.0, 0)})
@@ -823,19 +824,24 @@ def test_respawn_restarts_a_crashing_node(tmp_path):
           <node pkg="fake_respawn_pkg" exec="steady"/>
         </launch>
     """)
-    proc = start_launcher(['--exit-on-first-exit', f], launcher_env(prefix), tmp_path)
-    try:
-        wait_for(lambda: counter.exists() and counter.read_text().count('start') >= 4, 30,
-                 'four starts of the crashing node')
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err  # the respawning node's exits do not end the launch
-    assert err.count('crasher exited with code 7; respawning in 0.2 s') >= 3
-    assert 'crasher respawned (start 2)' in err and 'crasher respawned (start 4)' in err
-    assert out.count('[crasher] crashing now') >= 4
+    # with --exit-on-first-exit and with the default fail fast: a respawning node's exits and FATAL lines do not
+    # end the launch
+    for args in (['--exit-on-first-exit', f], [f]):
+        if counter.exists():
+            counter.unlink()
+        proc = start_launcher(args, launcher_env(prefix), tmp_path)
+        try:
+            wait_for(lambda: counter.exists() and counter.read_text().count('start') >= 4, 30,
+                     'four starts of the crashing node')
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 0, err  # the respawning node's exits do not end the launch
+        assert err.count('crasher exited with code 7; respawning in 0.2 s') >= 3 and 'FAILED' not in err
+        assert 'crasher respawned (start 2)' in err and 'crasher respawned (start 4)' in err
+        assert out.count('[crasher] crashing now') >= 4
     assert 'received SIGINT, shutting down' in err
 
 

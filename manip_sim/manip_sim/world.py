@@ -337,6 +337,7 @@ class World:
                 pb.changeDynamics(self.robot, i, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0,
                                   physicsClientId=c)
             self._disable_motors(self._all_movable)
+            self._hold_off_chain_joints()
             self.bodies = create_scene_bodies(pb, c, scene, self.world_T_base,
                                               texture_dir=self.workdir if gui else None)
             self._specs = {b.name: b for b in scene.bodies}
@@ -359,6 +360,35 @@ class World:
             self.mode = MODE_EFFORT
 
     # ---------------------------------------------------------------------------------- internals
+    def _hold_off_chain_joints(self):
+        """Moving joints outside the base -> tip chain (fingers, a second arm...): manip_core's model welds them
+        at 0, so the simulator holds them there (position control, their URDF effort limit as force) instead of
+        leaving them limp. A mimic joint of a chain joint cannot be coupled here: one warning names it."""
+        pb, c = self._pb, self.client
+        tree_joints = getattr(getattr(self.model, "tree", None), "joints", {}) or {}
+        chain = set(self.joint_names)
+        held, forces, uncoupled = [], [], []
+        for i in self._all_movable:
+            if i in self._idx:
+                continue
+            info = pb.getJointInfo(self.robot, i, physicsClientId=c)
+            name = info[1].decode()
+            mimic = getattr(tree_joints.get(name), "mimic", None)
+            if mimic is not None and mimic.joint in chain:
+                uncoupled.append(f"{name} (mimics {mimic.joint})")
+            held.append(i)
+            forces.append(float(info[10]) if info[10] and info[10] > 0 else _UNLIMITED_EFFORT)
+            pb.resetJointState(self.robot, i, 0.0, 0.0, physicsClientId=c)
+        if held:
+            pb.setJointMotorControlArray(self.robot, held, pb.POSITION_CONTROL, targetPositions=[0.0] * len(held),
+                                         forces=forces, physicsClientId=c)
+            names = [pb.getJointInfo(self.robot, i, physicsClientId=c)[1].decode() for i in held]
+            self._on_event(logging.INFO, f"joints outside the {self.base_link} -> {self.tip_link} chain held at 0 "
+                                         f"(welded in the model): {', '.join(names)}")
+        if uncoupled:
+            self._on_event(logging.WARNING, f"mimic joints of chain joints held at 0, not coupled: "
+                                            f"{', '.join(uncoupled)}")
+
     def _disable_motors(self, indices):
         self._pb.setJointMotorControlArray(self.robot, list(indices), self._pb.VELOCITY_CONTROL,
                                            targetVelocities=[0.0] * len(indices), forces=[0.0] * len(indices),

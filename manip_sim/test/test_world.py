@@ -218,3 +218,30 @@ def test_urdf_meshes_resolved_or_named_in_one_line(tmp_path):
         f.write_text(link.format(mesh))
         with pytest.raises(ValueError, match=rf"r{i}.urdf: link 'a' <visual> mesh '{re.escape(mesh)}': .*{reason}"):
             prepare_urdf(f, tmp_path)
+
+
+def test_off_chain_joints_are_held_where_the_model_welds_them():
+    """example-robot-data's Panda with its mimic fingers, chain panda_link0 -> panda_hand: the fingers (off the
+    chain, welded at 0 by manip_core) stay at 0 while the arm moves; the arm's gravity torques from the model hold
+    it still (model and simulator agree)."""
+    from manip_core.package_uri import resolve_uri
+    from manip_sim.scene import parse_scene
+    urdf = resolve_uri("package://example-robot-data/robots/panda_description/urdf/panda.urdf")
+    events = []
+    w = World(parse_scene({"robot": {"urdf": urdf, "base_link": "panda_link0", "tip_link": "panda_hand",
+                                     "initial_positions": [0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8]}}),
+              command_timeout=0.0, on_event=lambda level, text: events.append(text))
+    try:
+        assert any("held at 0" in e and "panda_finger_joint1" in e for e in events), events
+        pb = w._pb
+        fingers = [i for i in range(pb.getNumJoints(w.robot, physicsClientId=w.client))
+                   if b"finger" in pb.getJointInfo(w.robot, i, physicsClientId=w.client)[1]]
+        q0 = w.joint_state().positions
+        for k in range(500):
+            w.apply_efforts(w.model.gravity_torques(w.joint_state().positions) + (2.0 if k < 250 else -2.0))
+            w.step()
+        assert np.abs(w.joint_state().positions - q0).max() > 0.01       # the arm moved
+        for i in fingers:
+            assert abs(pb.getJointState(w.robot, i, physicsClientId=w.client)[0]) < 1e-3
+    finally:
+        w.close()

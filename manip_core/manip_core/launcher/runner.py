@@ -200,7 +200,7 @@ class Runner:
         fatal = '[FATAL]' in text
         if fatal or '[ERROR]' in text or _EXCEPTION_LINE.match(text):
             proc.last_error = text
-        if fatal and not self._stopping:
+        if fatal and not self._stopping and not proc.node.respawn:   # a respawning node gets restarted
             self._fail(proc, 'logged FATAL', 1)
 
     def _fail(self, proc: _Proc, what: str, status: int) -> None:
