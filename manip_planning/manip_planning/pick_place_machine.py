@@ -6,14 +6,27 @@ reachability with the tool pointing down: approach and grasp poses at pick and a
 seeded from the previous one (the branch the motions will follow). Descents and lifts are straight tip lines
 (Cartesian paths); the other motions are joint-space plans, obstacle-aware when the goal asks.
 
+Nothing here assumes an arm: "the tool pointing down" means the tip frame's ``approach_axis_tip`` (a unit
+3-vector in the tip frame, the direction in which the gripper moves toward the object; (0, 0, 1) for the
+ROS tool0 / flange convention) along -z of the base; the tip frame's axis closest to its x axis and
+perpendicular to the approach axis follows the object's yaw (plus the first of ``grasp_yaw_offsets`` rad
+for which every pose is reachable: a suction cup or a parallel gripper on a box takes any of them). Home:
+``config.home``, or when None the joints at the start of the task (the arm comes back where it started).
+
+The object itself: with the ``obstacles`` callable, the obstacle at the pick position (the object as
+perceived, within ``object_match_distance``) gives the object's box; the approach to the pick (ABOVE_PICK,
+PICK) and the depart from the place (the last HOME) send it as an allowed object (not an obstacle), and
+while the object is held every plan request carries it as an attached object (a box in the tip frame,
+measured at the grasp pose): the planner checks it as part of the robot.
+
 Injected callables:
   plan(PlanRequest) -> object with success, error_code, message, trajectory (planning.PlanResult-like)
   execute(trajectory) -> (ok, message)
   grasp(attach: bool, object_name: str) -> (ok, message, object_name)
   current_joints() -> joint vector or None
   solve_ik(T, q_near) -> (q or None, reason)
-  obstacles() -> list of collision.Obstacle (optional): a place position inside an obstacle (other than one
-                 around the pick position, which may be the object itself) is refused before moving
+  obstacles() -> list of collision.Obstacle (optional): the object's box (see above); a place position
+                 inside an obstacle (other than the object) is refused before moving
   on_progress(phase, progress 0..1, message) (optional)
   clock() -> seconds (default time.monotonic)
 A failed execution is re-planned from the current joints and retried ``execution_retries`` times (default
@@ -30,7 +43,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .collision import Obstacle, Scene
 from .planning import PATH_CARTESIAN, PATH_JOINT, PlanRequest
+from .shapes import Shape
 
 # PickPlace.Result codes
 SUCCESSFUL = 0
@@ -44,7 +59,7 @@ INVALID_GOAL = -6
 HOME, ABOVE_PICK, PICK, ABOVE_PLACE, PLACE = "HOME", "ABOVE_PICK", "PICK", "ABOVE_PLACE", "PLACE"
 PHASES = (HOME, ABOVE_PICK, PICK, ABOVE_PLACE, PLACE, HOME)
 
-TOOL_DOWN = np.diag([1.0, -1.0, -1.0])   # tool z along -z of the base, tool x along base x at yaw 0
+DEFAULT_YAW_OFFSETS = (0.0, math.pi / 2, math.pi, -math.pi / 2)   # rad, tried in this order
 
 
 @dataclass
@@ -61,9 +76,12 @@ class PickPlaceGoal:
 
 @dataclass
 class MachineConfig:
-    home: np.ndarray
+    home: np.ndarray = None             # rad, model order; None: the joints at the start of the task
+    approach_axis_tip: tuple = (0.0, 0.0, 1.0)   # unit vector in the tip frame toward the object
+    grasp_yaw_offsets: tuple = DEFAULT_YAW_OFFSETS   # rad about the approach axis, tried in order
+    object_match_distance: float = 0.02  # m: the obstacle this close to the pick position is the object
     approach_height: float = 0.10       # m above the grasp pose of the tool
-    grasp_offset: float = 0.03          # m, tool0 above the object's origin when grasping and placing
+    grasp_offset: float = 0.03          # m, tip origin above the object's origin when grasping and placing
     release_gap: float = 0.005          # m, released this much above the place pose (not pressed into the table)
     profile: str = "quintic"
     velocity_scaling: float = 0.5
@@ -92,14 +110,31 @@ class _Abort(Exception):
         self.message = message
 
 
-def tool_down_pose(object_pose, height):
-    """Tool pose pointing straight down ``height`` m above the object's origin, yaw of the object's x axis."""
+def approach_frame(approach_axis_tip):
+    """(3, 3) rotation whose columns are, in the tip frame: the unit approach axis a, the reference axis b
+    (the tip's x axis made perpendicular to a; its y axis when x is nearly parallel to a) and a x b.
+    Raises ValueError for a zero or non-finite axis."""
+    a = np.asarray(approach_axis_tip, dtype=np.float64).reshape(-1)
+    if a.size != 3 or not np.all(np.isfinite(a)) or np.linalg.norm(a) < 1e-9:
+        raise ValueError(f"approach_axis_tip must be a non-zero 3-vector, got {list(a)}")
+    a = a / np.linalg.norm(a)
+    ref = np.array([1.0, 0.0, 0.0]) if abs(a[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    b = ref - a * float(ref @ a)
+    b /= np.linalg.norm(b)
+    return np.column_stack([a, b, np.cross(a, b)])
+
+
+def tool_down_pose(object_pose, height, approach_axis_tip=(0.0, 0.0, 1.0), yaw_offset=0.0):
+    """Tip pose (4, 4) ``height`` m above the object's origin with the tip's approach axis pointing straight
+    down (base -z) and its reference axis (approach_frame) at the yaw of the object's x axis + yaw_offset."""
     T = np.asarray(object_pose, dtype=np.float64)
     x = T[:3, 0]
-    yaw = math.atan2(x[1], x[0]) if math.hypot(x[0], x[1]) > 1e-6 else 0.0
+    yaw = (math.atan2(x[1], x[0]) if math.hypot(x[0], x[1]) > 1e-6 else 0.0) + float(yaw_offset)
     c, s = math.cos(yaw), math.sin(yaw)
+    down, ref = np.array([0.0, 0.0, -1.0]), np.array([c, s, 0.0])
+    world = np.column_stack([down, ref, np.cross(down, ref)])      # where a, b, a x b must point (base)
     out = np.eye(4)
-    out[:3, :3] = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ TOOL_DOWN
+    out[:3, :3] = world @ approach_frame(approach_axis_tip).T
     out[:3, 3] = T[:3, 3] + np.array([0.0, 0.0, height])
     return out
 
@@ -124,6 +159,9 @@ class PickPlaceMachine:
         self.holding_last = ""
         self.solutions = {}
         self.retries = []
+        self.home = None
+        self.object_box = None
+        self._allowed, self._attached = {}, None
 
     # ------------------------------------------------------------------------------------------ api
     def cancel(self):
@@ -177,53 +215,101 @@ class PickPlaceMachine:
         if not math.isfinite(h) or h <= 0.0:
             raise _Abort(INVALID_GOAL, f"approach_height must be > 0 (0: default {cfg.approach_height} m), got "
                                        f"{goal.approach_height}")
-        home = np.asarray(cfg.home, dtype=np.float64)
+        try:
+            approach_frame(cfg.approach_axis_tip)
+        except ValueError as e:
+            raise _Abort(INVALID_GOAL, str(e)) from None
         q_now = self._current()
         if q_now is None:
             raise _Abort(PLANNING_FAILED, "no joint state received yet")
+        home = np.asarray(q_now if cfg.home is None else cfg.home, dtype=np.float64).copy()
         if home.shape != np.shape(q_now) or not np.all(np.isfinite(home)):
             raise _Abort(INVALID_GOAL, f"home configuration has {home.size} values, the robot {np.size(q_now)}")
-        off = cfg.grasp_offset
-        T_pick = tool_down_pose(goal.pick, off)
-        T_above_pick = tool_down_pose(goal.pick, off + h)
-        T_place = tool_down_pose(goal.place, off + cfg.release_gap)
-        T_above_place = tool_down_pose(goal.place, off + cfg.release_gap + h)
-        q = home
-        sol = {}
-        for key, T, what in (("above_pick", T_above_pick, "the approach pose above the pick"),
-                             ("pick", T_pick, "the grasp pose at the pick"),
-                             ("above_place", T_above_place, "the approach pose above the place"),
-                             ("place", T_place, "the release pose at the place")):
-            seed = sol["above_pick"] if key == "above_place" else q
-            qk, reason = self._solve_ik(T, seed)
-            if qk is None:
-                p = T[:3, 3]
-                raise _Abort(UNREACHABLE, f"{what} at [{p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}] m (tool pointing down) "
-                                          f"is not reachable: {reason}")
-            sol[key] = q = np.asarray(qk, dtype=np.float64)
+        self.home = home
+        sol, poses, failures = None, None, []
+        yaws = tuple(cfg.grasp_yaw_offsets or (0.0,))
+        for yaw in yaws:
+            poses = self._poses(goal, h, yaw)
+            sol, failure = self._solve_all(poses, home)
+            if sol is not None:
+                break
+            failures.append(failure)
+        if sol is None:
+            raise _Abort(UNREACHABLE, failures[0] + (f" (also with the tool turned by {len(yaws) - 1} other yaw "
+                                                     f"offset(s))" if len(yaws) > 1 else ""))
+        self.grasp_yaw_offset = float(yaw)
         self.solutions = sol
+        T_pick, T_above_pick, T_place, T_above_place = (poses[k] for k in ("pick", "above_pick", "place",
+                                                                         "above_place"))
+        p_pick, p_place = np.asarray(goal.pick)[:3, 3], np.asarray(goal.place)[:3, 3]
+        self.object_box = None
         if self._obstacles is not None:
-            self._check_place_free(np.asarray(goal.pick)[:3, 3], np.asarray(goal.place)[:3, 3])
+            obstacles = list(self._obstacles() or [])
+            self.object_box = self._find_object(obstacles, p_pick)
+            self._check_place_free(obstacles, p_place)
+        # the handled object: allowed near the tool on the way to the pick and away from the place,
+        # attached to the tip (a box in the tip frame at the grasp pose) while held
+        self._allowed, self._attached = {}, None
+        if self.object_box is not None:
+            ob = self.object_box
+            at_place = Obstacle(ob.center + (p_place - p_pick), ob.size, ob.radius)
+            self._allowed = {"pick": [ob], "place": [at_place]}
+            T_obj = np.eye(4)
+            T_obj[:3, 3] = ob.center
+            half = 0.5 * ob.size if ob.is_box else np.full(3, ob.radius / math.sqrt(3.0))
+            self._attached = Shape("box", half, np.linalg.inv(T_pick) @ T_obj, "held object")
         name = goal.object_name
         avoid = bool(goal.avoid_obstacles)
         self.holding_last = ""
         return [
-            (HOME, [("move", ("joint", home, avoid), "to home")]),
-            (ABOVE_PICK, [("move", ("joint", sol["above_pick"], avoid), "above the pick")]),
-            (PICK, [("move", ("cartesian", T_pick, False), "down to the object"),
+            (HOME, [("move", ("joint", home, avoid, None), "to home")]),
+            (ABOVE_PICK, [("move", ("joint", sol["above_pick"], avoid, "pick"), "above the pick")]),
+            (PICK, [("move", ("cartesian", T_pick, False, "pick"), "down to the object"),
                     ("grasp", (True, name), "attach"),
-                    ("move", ("cartesian", T_above_pick, False), "lift")]),
-            (ABOVE_PLACE, [("move", ("joint", sol["above_place"], avoid), "over to above the place")]),
-            (PLACE, [("move", ("cartesian", T_place, False), "down to the place"),
+                    ("move", ("cartesian", T_above_pick, False, None), "lift")]),
+            (ABOVE_PLACE, [("move", ("joint", sol["above_place"], avoid, None), "over to above the place")]),
+            (PLACE, [("move", ("cartesian", T_place, False, None), "down to the place"),
                      ("grasp", (False, name), "release"),
-                     ("move", ("cartesian", T_above_place, False), "retreat up")]),
-            (HOME, [("move", ("joint", home, avoid), "back home")]),
+                     ("move", ("cartesian", T_above_place, False, "place"), "retreat up")]),
+            (HOME, [("move", ("joint", home, avoid, "place"), "back home")]),
         ]
 
-    def _check_place_free(self, p_pick, p_place):
-        from .collision import Scene
-        obs = [o for o in (self._obstacles() or [])
-               if not (Scene([o]).distances(p_pick[None, :])[0][0] <= 0.0)]   # skip the object itself
+    def _poses(self, goal, h, yaw):
+        cfg = self.config
+        off, a = cfg.grasp_offset, cfg.approach_axis_tip
+        return {"above_pick": tool_down_pose(goal.pick, off + h, a, yaw),
+                "pick": tool_down_pose(goal.pick, off, a, yaw),
+                "above_place": tool_down_pose(goal.place, off + cfg.release_gap + h, a, yaw),
+                "place": tool_down_pose(goal.place, off + cfg.release_gap, a, yaw)}
+
+    def _solve_all(self, poses, home):
+        """({key: q}, None) when the four poses are reachable, each seeded from the previous one (above the
+        place from above the pick), else (None, the first failure's message)."""
+        q = home
+        sol = {}
+        for key, what in (("above_pick", "the approach pose above the pick"), ("pick", "the grasp pose at the pick"),
+                          ("above_place", "the approach pose above the place"),
+                          ("place", "the release pose at the place")):
+            T = poses[key]
+            seed = sol["above_pick"] if key == "above_place" else q
+            qk, reason = self._solve_ik(T, seed)
+            if qk is None:
+                p = T[:3, 3]
+                return None, (f"{what} at [{p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}] m (tool pointing down) is not "
+                              f"reachable: {reason}")
+            sol[key] = q = np.asarray(qk, dtype=np.float64)
+        return sol, None
+
+    def _find_object(self, obstacles, p_pick):
+        """The obstacle nearest the pick position within object_match_distance (the object as perceived)."""
+        if not obstacles:
+            return None
+        d = Scene(obstacles).per_obstacle(p_pick[None, :])[0]
+        j = int(np.argmin(d))
+        return obstacles[j] if d[j] <= self.config.object_match_distance else None
+
+    def _check_place_free(self, obstacles, p_place):
+        obs = [o for o in obstacles if o is not self.object_box]   # skip the object itself
         if obs:
             d = Scene(obs).distances(p_place[None, :])[0][0]
             if d <= 0.0:
@@ -235,9 +321,9 @@ class PickPlaceMachine:
         if self._cancel.is_set():
             raise _Abort(CANCELED, f"canceled during {self.phase}")
 
-    def _move(self, kind, target, avoid):
+    def _move(self, kind, target, avoid, allowed):
         for attempt in range(self.config.execution_retries + 1):
-            ok, msg = self._plan_and_execute(kind, target, avoid)
+            ok, msg = self._plan_and_execute(kind, target, avoid, allowed)
             if ok:
                 return
             self.retries.append(f"{self.phase}: {msg}")
@@ -246,7 +332,7 @@ class PickPlaceMachine:
                      + (f" (after {self.config.execution_retries} re-planned retries)"
                         if self.config.execution_retries else ""))
 
-    def _plan_and_execute(self, kind, target, avoid):
+    def _plan_and_execute(self, kind, target, avoid, allowed):
         cfg = self.config
         q0 = self._current()
         if q0 is None:
@@ -260,6 +346,8 @@ class PickPlaceMachine:
                               path_type=PATH_CARTESIAN, profile=cfg.profile,
                               velocity_scaling=cfg.cartesian_velocity_scaling,
                               acceleration_scaling=cfg.cartesian_acceleration_scaling, avoid_obstacles=avoid)
+        req.allowed_objects = tuple(self._allowed.get(allowed, ()))
+        req.attached_object = self._attached if self.holding else None
         res = self._plan(req)
         self._check_cancel()           # a plan interrupted by the cancel is a cancel, not a planning failure
         if not res.success:

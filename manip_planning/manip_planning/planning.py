@@ -6,10 +6,13 @@ put a link origin below the floor are skipped), builds the path (joint line, Car
 obstacle-aware path: RRT-Connect over the robot's collision spheres by default (path_planning.py), or
 the heuristics of avoidance.py with ``path_planner="heuristics"``), time-scales it (cubic, quintic, or
 the waypoint profiles trapezoidal, toppra, jerk_limited) and returns a ``PlanResult`` with an ErrorCode
-value and a message; it never raises for bad input.
+value and a message; it never raises for bad input. A request may carry a held object (part of the robot
+for the sampling planner and the clearance checks; the heuristics do not see it) and objects that are not
+obstacles for it (the object about to be picked).
 """
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -46,6 +49,8 @@ PATH_JOINT = "joint"
 WAYPOINT_PROFILES = (trapezoidal.PROFILE, topp.PROFILE, jerk_limited.PROFILE)
 PATH_CARTESIAN = "cartesian"
 MAX_POINTS = 200_000
+HELD_OBJECT_TOLERANCE_M = 0.02       # an obstacle this close to the held object at the start is that object
+ALLOWED_OBJECT_TOLERANCE_M = 0.01    # m: obstacles whose bounding box comes this close to an allowed one's go
 log = logging.getLogger(__name__)
 
 
@@ -53,7 +58,10 @@ log = logging.getLogger(__name__)
 class PlanRequest:
     """Start (None: not known), goal_joints or goal_pose ((4, 4) base frame), path and profile names,
     duration (s, 0: shortest), scalings (0: the planner's defaults), avoid_obstacles, sample_period (0:
-    default)."""
+    default). attached_object: a Shape in the tip link's frame carried by the tool (checked as part of the
+    robot; obstacles it overlaps at the start, within HELD_OBJECT_TOLERANCE_M, are the held object as
+    perceived and are ignored); allowed_objects: Obstacles (base frame) whose neighbourhood
+    (ALLOWED_OBJECT_TOLERANCE_M) is not an obstacle for this request (the object about to be picked)."""
 
     start: np.ndarray = None
     goal_joints: np.ndarray = None
@@ -65,6 +73,8 @@ class PlanRequest:
     acceleration_scaling: float = 0.0
     avoid_obstacles: bool = False
     sample_period: float = 0.0
+    attached_object: Shape = None        # held by the tool: a Shape in the tip link's frame, part of the robot
+    allowed_objects: tuple = ()          # Obstacles (base frame): obstacles overlapping them are ignored
 
 
 @dataclass
@@ -122,6 +132,12 @@ def collision_model_for(model, urdf=None, settings=None):
         except CollisionModelError as e:
             log.warning("collision geometry of the URDF not usable (%s): planning with capsules instead", e)
     return RobotCollisionModel.capsules(model, s.link_radius, tool_length_m=s.tool_length)
+
+
+def _aabb(o):
+    """(lo, hi) corners of an Obstacle's axis-aligned bounding box (m, base frame)."""
+    h = 0.5 * o.size if o.is_box else np.full(3, o.radius)
+    return o.center - h, o.center + h
 
 
 class Planner:
@@ -186,7 +202,9 @@ class Planner:
         return True
 
     def ik_candidates(self, T, q_near):
-        """Joint solutions for tip pose T, nearest q_near first (closed form when available)."""
+        """Joint solutions for tip pose T, nearest q_near first (closed form when available, else numerical IK
+        seeded from q_near; for an arm with more than six joints the numerical solution is moved along its
+        self-motion toward q_near: posture_ik.toward_posture)."""
         model = self.model
         sols = []
         self.last_ik_reason = ""
@@ -209,6 +227,10 @@ class Planner:
                 res = model.ik(T, seed=seed)
                 if res.success:
                     sols = [res.q]
+            if sols and model.dof > 6:
+                # redundant arm: of the self-motion of the solution, the posture nearest q_near
+                from .posture_ik import toward_posture
+                sols = [toward_posture(model, sols[0], T, q_near)[0]]
         sols.sort(key=lambda q: float(np.linalg.norm(q - q_near)))
         return sols
 
@@ -224,17 +246,54 @@ class Planner:
             raise PlanningError(NO_IK_SOLUTION, f"all {len(sols)} IK solutions of the goal pose put a link below "
                                                 f"the floor (z = {self.floor})")
         if scene is not None and len(scene) and required is not None:
-            clear = [q for q in above if np.all(self.arm.clearances(q, scene)[0] >= required)]
+            clear = [q for q in above if np.all(self._clearances(q, scene)[0] >= required)]
             if clear:
                 return clear[0]
         return above[0]
+
+    # ------------------------------------------------------------------- held and handled objects
+    _held = None          # (K, 4) spheres of the held object in the tip frame during one request, else None
+    _held_shape = None    # the same object as a Shape (tip frame), for the sampling planner's collision model
+
+    def _clearances(self, q, scene):
+        """ArmSpheres.clearances with the held object's spheres (when one is attached) counted as the arm."""
+        c, f = self.arm.clearances(q, scene)
+        if self._held is None:
+            return c, f
+        T = self.model.fk(q)
+        P = self._held[:, :3] @ T[:3, :3].T + T[:3, 3]
+        r = self._held[:, 3]
+        if len(scene):
+            c = np.minimum(c, np.min(scene.per_obstacle(P) - r[:, None], axis=0))
+        f = min(f, float(np.min(scene.floor_distances(P) - r, initial=np.inf)))
+        return c, f
+
+    def _handled_objects(self, req, obstacles, q0):
+        """(obstacles without the allowed and held objects, held spheres (K, 4) in the tip frame or None,
+        number of obstacles dropped)."""
+        held = None
+        keep = list(obstacles)
+        if req.attached_object is not None:
+            if not isinstance(req.attached_object, Shape):
+                raise PlanningError(INVALID_INPUT, "attached_object must be a Shape in the tip link's frame")
+            held = req.attached_object.sphere_cover()
+            if keep:
+                T = self.model.fk(q0)
+                P = held[:, :3] @ T[:3, :3].T + T[:3, 3]
+                d = np.min(Scene(keep).per_obstacle(P) - held[:, 3:4], axis=0)
+                keep = [o for o, dj in zip(keep, d) if dj > HELD_OBJECT_TOLERANCE_M]
+        for a in req.allowed_objects or ():
+            lo_a, hi_a = _aabb(a)
+            tol = ALLOWED_OBJECT_TOLERANCE_M
+            keep = [o for o in keep if not (np.all(_aabb(o)[0] <= hi_a + tol) and np.all(_aabb(o)[1] >= lo_a - tol))]
+        return keep, held, len(obstacles) - len(keep)
 
     def _min_clearance(self, Q, scene):
         """(min obstacle clearance, min floor clearance, per-obstacle minima) over configurations Q."""
         per = np.full(len(scene), np.inf)
         mf = math.inf
         for q in Q:
-            c, f = self.arm.clearances(q, scene)
+            c, f = self._clearances(q, scene)
             per = np.minimum(per, c)
             mf = min(mf, f)
         return float(np.min(per, initial=np.inf)), mf, per
@@ -242,7 +301,7 @@ class Planner:
     def _check_kept(self, scene, per, q0, q1, what):
         """COLLISION when the path comes closer to an obstacle than min(margin, start, goal clearance)."""
         margin = self.s.safety_margin
-        need = np.minimum(np.minimum(self.arm.clearances(q0, scene)[0], self.arm.clearances(q1, scene)[0]), margin)
+        need = np.minimum(np.minimum(self._clearances(q0, scene)[0], self._clearances(q1, scene)[0]), margin)
         bad = np.nonzero(per < need - 1e-6)[0]
         if len(bad):
             j = int(bad[0])
@@ -259,6 +318,8 @@ class Planner:
             res = PlanResult(False, e.code, e.message)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError) as e:
             res = PlanResult(False, INVALID_INPUT, f"invalid request: {e}")
+        finally:
+            self._held = self._held_shape = None
         res.planning_time = time.perf_counter() - t0
         return res
 
@@ -306,8 +367,11 @@ class Planner:
         is inside a grown obstacle (the heuristics then keep what clearance the start and goal have).
         Raises PlanningError(PLANNING_FAILED) when no path is found within the time limit."""
         margin = self.s.safety_margin
-        ch = CollisionChecker(self.collision_model, self.planning_scene(scene, margin + 0.01),
-                              backend=self.s.backend)
+        robot = self.collision_model
+        if self._held_shape is not None:
+            robot = copy.copy(robot)
+            robot.attach(self._held_shape)
+        ch = CollisionChecker(robot, self.planning_scene(scene, margin + 0.01), backend=self.s.backend)
         self._last_checker = ch
         res = plan_path(ch, q0, q1, planner=self.s.path_planner, time_limit_s=self.s.planning_time_limit,
                         seed=self.s.planner_seed)
@@ -406,6 +470,8 @@ class Planner:
             raise PlanningError(NOT_READY, "no start configuration: start_positions is empty and no "
                                            "joint_states have been received")
         q0 = self._joint_vector(req.start, "start_positions")
+        obstacles, self._held, dropped = self._handled_objects(req, obstacles, q0)
+        self._held_shape = req.attached_object
         scene = self._scene(obstacles)
         margin = self.s.safety_margin
         goal_T = None
@@ -464,10 +530,12 @@ class Planner:
             if req.avoid_obstacles and len(scene):
                 self._check_kept(scene, per, q0, traj.positions[-1], "the trajectory")
         msg = (f"{method} path, {traj.profile}, {traj.duration:.3f} s, {len(traj)} points"
-               + (f", min obstacle clearance {mo:.3f} m" if math.isfinite(mo) else ""))
+               + (f", min obstacle clearance {mo:.3f} m" if math.isfinite(mo) else "")
+               + (", holding an object" if self._held is not None else "")
+               + (f"; {dropped} obstacle(s) ignored (the held or allowed object)" if dropped else ""))
         if req.avoid_obstacles and len(scene):
-            close = [j for j in range(len(scene)) if min(self.arm.clearances(q0, scene)[0][j],
-                                                         self.arm.clearances(q1, scene)[0][j]) < margin]
+            close = [j for j in range(len(scene)) if min(self._clearances(q0, scene)[0][j],
+                                                         self._clearances(q1, scene)[0][j]) < margin]
             if close:
                 msg += (f"; {len(close)} obstacle(s) already closer than the margin at the start or goal (a held "
                         f"object, or the arm itself as perceived): the path keeps at least their clearance there")
