@@ -20,6 +20,10 @@ Subscribes:
       no command for command_timeout s (simulated) -> the robot holds its position.
 Serves:
   gripper/grasp (manip_msgs/srv/Grasp): suction attach (named or nearest object) / release.
+Robot: the scene's robot, or the one given by the urdf_path (path or package:// URI, start-up only), base_link and
+  tip_link parameters (the launch file's robot arguments); a scene naming another one is a configuration error
+  (manip_sim.scene.with_robot). Without initial_positions it starts at manip_core.ready_pose's ready configuration
+  (logged). Joints outside the base -> tip chain (fingers) are held at 0, where the model welds them.
 
 The physics runs in its own thread (paced to wall time by real_time_factor, 0: as fast as possible); the
 stereo pair is rendered by a child process (manip_sim.camera.RenderProcess) at camera_rate_hz of simulated
