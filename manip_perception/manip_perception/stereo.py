@@ -172,11 +172,19 @@ _MODES = {'sgbm': cv2.STEREO_SGBM_MODE_SGBM, 'hh': cv2.STEREO_SGBM_MODE_HH,
           'sgbm_3way': cv2.STEREO_SGBM_MODE_SGBM_3WAY, 'hh4': cv2.STEREO_SGBM_MODE_HH4}
 
 
+#: Matchers: OpenCV's semi-global matching, or its block matching (sum of absolute differences of the
+#: x-Sobel pre-filtered images over a square block, no smoothness term): 2-3 times cheaper, sparser on weak
+#: texture (bench/perception.py: its rate and accuracy side by side).
+MATCHERS = ('sgbm', 'bm')
+#: block_size 0: the matcher's default (odd px).
+DEFAULT_BLOCK = {'sgbm': 5, 'bm': 9}
+
+
 @dataclass
 class SgbmParams:
     min_disparity: int = 0
     num_disparities: int = 128  # multiple of 16
-    block_size: int = 5  # odd, >= 1
+    block_size: int = 5  # odd, >= 1 (bm: >= 5); 0: DEFAULT_BLOCK of the matcher
     uniqueness_ratio: int = 10  # percent
     speckle_window_size: int = 100  # 0 disables the speckle filter
     speckle_range: int = 2  # max disparity variation inside a speckle region (px)
@@ -184,7 +192,9 @@ class SgbmParams:
     pre_filter_cap: int = 31
     p1: int = 0  # 0: 8 * channels * block_size^2
     p2: int = 0  # 0: 32 * channels * block_size^2
-    mode: str = 'sgbm_3way'  # sgbm | hh | sgbm_3way | hh4
+    mode: str = 'sgbm_3way'  # sgbm | hh | sgbm_3way | hh4 (matcher sgbm only)
+    matcher: str = 'sgbm'  # MATCHERS; bm uses min_disparity, num_disparities, block_size, uniqueness_ratio,
+    # speckle_window_size, speckle_range, disp12_max_diff, pre_filter_cap (and no P1/P2, mode)
     # Not an SGBM setting: disparities whose block_size x block_size window of the left image has an
     # intensity standard deviation below this (grey levels) are invalid; 0 (default) disables the check.
     # It helps on rendered or synthetic images with truly flat regions (the simulator's plain white
@@ -196,6 +206,12 @@ class SgbmParams:
     texture_threshold: float = 0.0
 
     def validate(self):
+        if self.matcher not in MATCHERS:
+            raise StereoError(f"matcher must be one of {', '.join(MATCHERS)}, got '{self.matcher}'")
+        if self.block_size == 0:
+            self.block_size = DEFAULT_BLOCK[self.matcher]
+        if self.matcher == 'bm' and not 5 <= self.block_size <= 255:
+            raise StereoError(f"block_size must be odd and within 5..255 for the bm matcher, got {self.block_size}")
         if self.num_disparities <= 0 or self.num_disparities % 16:
             raise StereoError(f"num_disparities must be a positive multiple of 16, got {self.num_disparities}")
         if self.block_size < 1 or self.block_size % 2 == 0:
@@ -212,11 +228,27 @@ class SgbmParams:
 
 
 class DisparityMatcher:
-    """cv2.StereoSGBM with :class:`SgbmParams`; :meth:`compute` returns float32 pixels, NaN = invalid."""
+    """cv2.StereoSGBM (or cv2.StereoBM, ``matcher`` 'bm') with :class:`SgbmParams`; :meth:`compute` returns
+    float32 pixels, NaN = invalid."""
 
     def __init__(self, params=None, channels=1):
         self.params = (params or SgbmParams()).validate()
         p = self.params
+        if p.matcher == 'bm':
+            create = getattr(cv2, 'StereoBM_create', None) or cv2.StereoBM.create
+            m = create(numDisparities=p.num_disparities, blockSize=p.block_size)
+            m.setMinDisparity(p.min_disparity)
+            m.setPreFilterType(cv2.STEREO_BM_PREFILTER_XSOBEL)
+            m.setPreFilterCap(min(max(p.pre_filter_cap, 1), 63))
+            m.setTextureThreshold(0)  # the texture check is texture_threshold's, the same for both matchers
+            m.setUniquenessRatio(p.uniqueness_ratio)
+            m.setSpeckleWindowSize(p.speckle_window_size)
+            m.setSpeckleRange(16 * p.speckle_range)  # BM filters its 16x fixed-point output as it is
+            m.setDisp12MaxDiff(p.disp12_max_diff)
+            self._matcher = m
+            self._grey_only = True
+            return
+        self._grey_only = False
         area = channels * p.block_size * p.block_size
         create = getattr(cv2, 'StereoSGBM_create', None) or cv2.StereoSGBM.create  # OpenCV 4 and 5
         self._matcher = create(
@@ -231,6 +263,8 @@ class DisparityMatcher:
             raise StereoError(f"left and right images differ in shape: {left.shape} vs {right.shape}")
         if left.dtype != np.uint8 or right.dtype != np.uint8:
             raise StereoError(f"SGBM needs uint8 images, got {left.dtype} and {right.dtype}")
+        if self._grey_only and left.ndim == 3:
+            left, right = (cv2.cvtColor(x, cv2.COLOR_RGB2GRAY) for x in (left, right))
         raw = self._matcher.compute(left, right)  # int16, 16 * disparity
         disp = raw.astype(np.float32) * (1.0 / 16.0)
         disp[raw < self.params.min_disparity * 16] = np.nan

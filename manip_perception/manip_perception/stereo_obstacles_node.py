@@ -75,7 +75,10 @@ PARAMETERS = {
     'min_disparity': (0, 'SGBM minimum disparity (px); only with num_disparities > 0'),
     'num_disparities': (0, 'SGBM disparity search range (px, multiple of 16); 0: derived from min_depth, '
                            'max_depth and the calibration'),
-    'block_size': (5, 'SGBM matched block size (odd, px)'),
+    'stereo_matcher': ('bm', 'disparity matcher: bm (OpenCV block matching, default: camera rate, about 2.5x less '
+                             'CPU than sgbm at equal obstacle accuracy on the regression bags) or sgbm (semi-global '
+                             'matching: denser on weakly textured surfaces); bench/perception.py compares them'),
+    'block_size': (0, 'matched block size (odd px; bm: 5..255); 0: 9 for bm, 5 for sgbm'),
     'uniqueness_ratio': (10, 'SGBM uniqueness margin (percent)'),
     'speckle_window_size': (100, 'SGBM speckle filter: largest region of smooth disparity treated as noise '
                                  '(px); 0 disables the filter'),
@@ -139,7 +142,7 @@ OBSTACLE_PARAM_NAMES = ('camera_position', 'camera_orientation_xyzw', 'workspace
                         'plane_min_camera_height', 'plane_max_camera_height', 'ransac_iterations',
                         'cluster_radius_voxels', 'cluster_min_neighbors', 'min_cluster_points',
                         'min_cluster_extent', 'self_filter_padding', 'object_margin')
-SGBM_PARAM_NAMES = {'min_disparity': 'min_disparity', 'block_size': 'block_size',
+SGBM_PARAM_NAMES = {'stereo_matcher': 'matcher', 'min_disparity': 'min_disparity', 'block_size': 'block_size',
                     'uniqueness_ratio': 'uniqueness_ratio',
                     'speckle_window_size': 'speckle_window_size', 'speckle_range': 'speckle_range',
                     'disp12_max_diff': 'disp12_max_diff', 'sgbm_p1': 'p1', 'sgbm_p2': 'p2', 'sgbm_mode': 'mode',
@@ -264,7 +267,7 @@ class StereoObstaclesNode(Node):
         rng = (f"{v['num_disparities']} disparities from {v['min_disparity']}" if v['num_disparities'] else
                f"disparities for depths {v['min_depth']}-{v['max_depth']} m")
         self.get_logger().info(
-            f"stereo_obstacles ready: SGBM {rng}, block {self.config.sgbm.block_size}; obstacles in "
+            f"stereo_obstacles ready: {self.config.sgbm.matcher.upper()} {rng}, block {self.config.sgbm.block_size}; obstacles in "
             f"'{v['base_frame']}'; camera pose from {self._tf_source}"
             + (", self-filter on (robot from " + ("the model parameters" if self._robot.model is not None else
                                                   "the robot_description topic") + ")"
@@ -324,7 +327,7 @@ class StereoObstaclesNode(Node):
         if self._matcher is None or self._matcher.params != params:
             self._matcher = DisparityMatcher(params)
             self.get_logger().info(
-                f"SGBM disparities {params.min_disparity}..{params.min_disparity + params.num_disparities - 1} px "
+                f"{params.matcher.upper()} disparities {params.min_disparity}..{params.min_disparity + params.num_disparities - 1} px "
                 f"(fx {geometry.fx:.1f} px, baseline {geometry.baseline:.4f} m: depths "
                 f"{geometry.fx * geometry.baseline / max(params.min_disparity + params.num_disparities - 1, 1e-9):.2f}"
                 f" m and beyond" + (f" up to {geometry.fx * geometry.baseline / params.min_disparity:.2f} m"

@@ -10,9 +10,10 @@ No rclpy import. Points are (N, 3) in the base frame (m), whose +z is up (agains
 
 the plausible hypothesis with the most inliers (within ``inlier_threshold``) is refined by least squares on
 its inliers, and accepted when, after refinement, it still passes both checks, has at least
-``min_area / voxel_size**2`` inliers (voxel centroids: the count measures the plane's visible area) and
-they are not a thin strip (narrower than half the side of ``min_area``: a plane that grazes a larger,
-more tilted surface).
+``min_area / voxel_size**2`` inliers (voxel centroids: the count measures the plane's visible area) in one
+connected piece (voxels at most two cells apart: a plane through the tops of separate objects is no support
+surface, and removing everything below it would remove the objects) and they are not a thin strip (narrower
+than half the side of ``min_area``: a plane that grazes a larger, more tilted surface).
 Otherwise :func:`detect_support_plane` says why in ``PlaneDetection.message`` and returns no plane: the
 caller removes nothing (no silent fallback to a fixed height).
 
@@ -155,6 +156,18 @@ _REASONS = {2: 'tilted more than plane_max_tilt_deg from horizontal',
             4: 'farther below the camera than plane_max_camera_height'}
 
 
+def largest_connected_piece(points, plane, thr, voxel_size):
+    """Number of inlier voxels (within ``thr`` of the plane) in the largest piece connected on the voxel grid
+    with gaps of one cell (stereo holes)."""
+    from .voxel_grid import cluster_voxels
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    inl = pts[np.abs(pts @ plane.normal + plane.offset) <= thr]
+    if inl.shape[0] == 0:
+        return 0
+    labels, _ = cluster_voxels(np.floor(inl / voxel_size).astype(np.int64), 1, 2)
+    return int(np.bincount(labels[labels >= 0]).max()) if np.any(labels >= 0) else 0
+
+
 def _checks(plane, cam, p, min_inliers, width=math.inf):
     """Reason the plane is implausible, or ''."""
     if plane.tilt_deg > p.max_tilt_deg:
@@ -223,6 +236,11 @@ def detect_support_plane(points, camera_position, voxel_size, params=None, rng=N
     width = math.sqrt(12.0 * max(np.linalg.eigvalsh(cov)[1], 0.0) / max(inl_count, 1))
     plane = Plane(normal=np.asarray(n, float), offset=float(d), fitted=True, inliers=inl_count)
     reason = _checks(plane, cam, p, min_inliers, width)
+    if not reason:
+        piece = largest_connected_piece(cand, plane, p.inlier_threshold, voxel_size)
+        if piece < min_inliers:
+            reason = (f"its largest connected piece holds {piece} of its {inl_count} inliers < {min_inliers} "
+                      f"(plane_min_area): separate surfaces (tops of objects?), not one support surface")
     if reason:
         return PlaneDetection(status='rejected', candidate=plane,
                               message=f"support plane rejected ({plane.describe()}): {reason}")

@@ -106,7 +106,7 @@ class _Buffers:
     doubled when a cloud needs more. Not thread-safe: one per thread (threading.local)."""
 
     def __init__(self):
-        self.n = 0
+        self.n = -1  # nothing allocated yet: the first get() allocates, also for an empty cloud
         self.table = np.full((4096, 2), _EMPTY, np.int64)
         self.last_voxels = 0
 

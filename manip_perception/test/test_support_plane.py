@@ -113,3 +113,16 @@ def test_params_validated():
         PlaneParams(max_tilt_deg=95).validate()
     with pytest.raises(ValueError, match='plane_max_camera_height'):
         PlaneParams(min_camera_height=1.0, max_camera_height=0.5).validate()
+
+
+def test_tops_of_separate_objects_are_not_a_support_plane():
+    """Three boxes standing apart with no floor in view: their tops (0.04 m^2 each, at one height) hold more
+    inliers together than plane_min_area needs, but no connected piece does: rejected (removing everything
+    below such a plane would remove the objects). The same tops touching each other form one surface."""
+    tops = [_box((x, 0.0, 0.0), (x + 0.2, 0.2, 0.2)) for x in (-0.6, 0.0, 0.6)]
+    det = detect_support_plane(np.vstack(tops), CAMERA, VOXEL, PlaneParams(min_area=0.05))
+    assert det.status == 'rejected' and det.plane is None, det.message
+    assert 'connected piece' in det.message, det.message
+    touching = [_box((x, 0.0, 0.0), (x + 0.2, 0.2, 0.2)) for x in (0.0, 0.2, 0.4)]
+    det = detect_support_plane(np.vstack(touching), CAMERA, VOXEL, PlaneParams(min_area=0.05))
+    assert det.status == "found" and abs(det.plane.height_at(0.3, 0.1) - 0.2) < 0.005, det.message

@@ -133,3 +133,19 @@ def test_bad_inputs():
     block = np.stack(np.meshgrid(*[np.arange(3)] * 3, indexing='ij'), -1).reshape(-1, 3)
     labels, core = cluster_voxels(np.vstack([block, [[10, 10, 10]]]), 6, 1)
     assert set(labels[:27]) == {0} and labels[27] == -1 and core[:27].all() and not core[27]
+
+
+def test_empty_cloud_first_in_a_thread():
+    """An empty cloud as the first call of a thread (a black image) gives no voxels, not an error (the
+    per-thread buffers are allocated on first use)."""
+    import threading
+    out = {}
+
+    def run():
+        out['r'] = voxelize(np.zeros((0, 3), np.float32), 0.01)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    cent, counts, ijk, kept = out['r']
+    assert cent.shape == (0, 3) and counts.shape == (0,) and ijk.shape == (0, 3) and kept == 0
