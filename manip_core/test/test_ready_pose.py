@@ -35,7 +35,7 @@ def _pin_fk(path, base, tip, names, q):
     return np.linalg.inv(d.oMf[m.getFrameId(base)].homogeneous) @ d.oMf[m.getFrameId(tip)].homogeneous
 
 
-@pytest.mark.parametrize("which", ["ur5", "xarm7"])
+@pytest.mark.parametrize("which", ["ur5", pytest.param("xarm7", marks=pytest.mark.slow)])
 def test_ready_configuration_tool_down_at_the_work_point(which):
     if which == "ur5":
         from manip_core.robots import robot_path

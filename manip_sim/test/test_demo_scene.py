@@ -1,0 +1,60 @@
+"""manip-demo's scene preparation (no ROS): --robot or a robot-only scene gets the demo's objects placed for the
+arm's reach (manip_sim.layout) and a ready initial configuration; the written scene loads and its grasp poses are
+reachable with the tool down (checked here with Pinocchio's FK of the URDF)."""
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from manip_sim.demo import default_scene_path_dir, prepare_scene
+from manip_sim.scene import load_scene
+
+MBM_PANDA = Path(__file__).resolve().parents[2].parent / "shared/benchmarks/mbm/robots/panda/panda_spherized.urdf"
+
+
+def _args(**kw):
+    d = dict(scene=str(Path(default_scene_path_dir()) / "pick_place_scene.yaml"), scene_given=False, robot=None,
+             base_link=None, tip_link=None, camera=str(Path(default_scene_path_dir()) / "stereo_camera.yaml"))
+    d.update(kw)
+    return argparse.Namespace(**d)
+
+
+def test_default_scene_is_kept(tmp_path):
+    scene_path, camera_path = prepare_scene(_args(), tmp_path)
+    s = load_scene(scene_path)
+    assert s.robot.tip_link == "tool0" and s.robot.initial_positions["shoulder_pan_joint"] == pytest.approx(3.14159265)
+    assert [o.position for o in s.objects] == [(0.45, -0.25, 0.02)]
+    cam = yaml.safe_load(camera_path.read_text())["/**"]["ros__parameters"]
+    assert cam["camera_position"] == [0.45, -0.9, 0.7]
+
+
+@pytest.mark.slow
+def test_robot_only_scene_gets_objects_for_the_arm_and_a_ready_pose(tmp_path):
+    if not MBM_PANDA.is_file():
+        pytest.skip(f"{MBM_PANDA} not present")
+    pin = pytest.importorskip("pinocchio")
+    only = tmp_path / "panda_scene.yaml"
+    only.write_text(f"robot:\n  urdf: {MBM_PANDA}\n  base_link: panda_link0\n  tip_link: panda_grasptarget\n")
+    scene_path, camera_path = prepare_scene(_args(scene=str(only), scene_given=True), tmp_path)
+    s = load_scene(scene_path)
+    assert (s.robot.base_link, s.robot.tip_link) == ("panda_link0", "panda_grasptarget")
+    assert [b.name for b in s.objects] == ["cube"] and [b.name for b in s.obstacles] == ["pillar"]
+    assert s.tasks[0].object == "cube" and s.table is not None
+    # the ready pose: the tool (tip z) pointing down, by Pinocchio
+    m = pin.buildModelFromUrdf(str(MBM_PANDA))
+    d = m.createData()
+    q = pin.neutral(m)
+    for name, v in s.robot.initial_positions.items():
+        q[m.joints[m.getJointId(name)].idx_q] = v
+    pin.framesForwardKinematics(m, d, q)
+    T = d.oMf[m.getFrameId("panda_grasptarget")].homogeneous
+    assert T[2, 2] < -0.999 and T[2, 3] > 0.1
+    # the same scene through --robot (no --scene): the same layout
+    (tmp_path / "b").mkdir()
+    scene2, _ = prepare_scene(_args(robot=str(MBM_PANDA), base_link="panda_link0", tip_link="panda_grasptarget"),
+                              tmp_path / "b")
+    s2 = load_scene(scene2)
+    assert s2.objects == s.objects and s2.tasks == s.tasks
+    np.testing.assert_allclose(list(s2.robot.initial_positions.values()), list(s.robot.initial_positions.values()))
