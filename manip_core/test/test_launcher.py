@@ -528,8 +528,10 @@ def test_project_launch_file_resolves(name):
         assert params['use_sim_time'] is (name == 'pick_place_sim.launch.xml')
         for path in files:
             assert Path(path).is_file()
-        if node.name in ('sim_bridge', 'stereo_obstacles'):
+        if node.name == 'sim_bridge' or (node.name == 'stereo_obstacles' and name == 'pick_place_sim.launch.xml'):
             assert files == [str(ROOT / 'manip_sim/config/stereo_camera.yaml')]
+        elif node.name == 'stereo_obstacles':  # alone: a real camera's file, nothing of the simulator's scene
+            assert files == [str(LAUNCH_DIR / 'stereo_obstacles.yaml')]
         if node.name == 'model_server':
             assert params['urdf_path'] == str(ROOT / 'manip_core/manip_core/robots/ur5.urdf')
             assert Path(params['urdf_path']).is_file()
