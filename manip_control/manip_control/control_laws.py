@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from manip_core.errors import InputError
+
 __all__ = ["ControlOutput", "ComputedTorque", "PD", "clip_efforts", "gravity_hold", "position_error",
            "computed_torque_default_gains", "pd_default_gains", "make_law", "DEFAULT_NATURAL_FREQUENCY",
            "DEFAULT_PD_NATURAL_FREQUENCY", "CONTROL_LAWS", "Param"]
@@ -29,6 +31,8 @@ DEFAULT_NATURAL_FREQUENCY = 20.0
 # Natural frequency (rad/s) the default PD gains give each joint alone at the reference configuration.
 DEFAULT_PD_NATURAL_FREQUENCY = 10.0
 CONTROL_LAWS = ("pd", "pid", "computed_torque", "robust", "adaptive", "osc")  # classes: manip_control.laws
+
+_VECTOR_NAMES = ("q", "qd", "q_d", "qd_d", "qdd_d")  # the laws' argument order (rad, rad/s, rad/s^2)
 
 
 @dataclass
@@ -170,10 +174,14 @@ class _Law:
     def _vectors(self, *xs):
         n = self.model.dof
         out = []
-        for x in xs:
-            a = np.asarray(x, dtype=np.float64).reshape(-1)
+        for i, x in enumerate(xs):
+            what = _VECTOR_NAMES[i] if i < len(_VECTOR_NAMES) else f"argument {i}"
+            try:
+                a = np.asarray(x, dtype=np.float64).reshape(-1)
+            except (TypeError, ValueError) as e:  # text, None, ragged lists: InputError (a ValueError) naming it
+                raise InputError(f"{what} must be {n} numbers, got {type(x).__name__}: {e}") from None
             if a.shape != (n,):
-                raise ValueError(f"expected {n} values, got {a.shape[0]}")
+                raise InputError(f"{what}: expected {n} values, got {a.shape[0]}")
             out.append(a)
         return out
 

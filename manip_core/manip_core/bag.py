@@ -183,8 +183,11 @@ def read_bag(path, topics=None):
     path = Path(path)
     if not path.exists():
         raise BagError(f"{path}: no such bag")
-    reader = Reader(path)
-    reader.open()
+    try:
+        reader = Reader(path)
+        reader.open()
+    except Exception as e:  # noqa: BLE001 (rosbags' ReaderError, YAML, sqlite3, mcap errors on a damaged bag)
+        raise BagError(f"{path}: cannot open the bag: {type(e).__name__}: {e}") from e
     try:
         conns = [c for c in reader.connections if topics is None or c.topic in topics]
         if topics is not None:
@@ -199,10 +202,15 @@ def read_bag(path, topics=None):
         reader.close()
 
     def messages():
-        with Reader(path) as r:
-            sel = [c for c in r.connections if topics is None or c.topic in topics]
-            for c, t, raw in r.messages(connections=sel):
-                yield c.topic, t, bytes(raw)
+        try:
+            with Reader(path) as r:
+                sel = [c for c in r.connections if topics is None or c.topic in topics]
+                for c, t, raw in r.messages(connections=sel):
+                    yield c.topic, t, bytes(raw)
+        except (BagError, GeneratorExit):
+            raise
+        except Exception as e:  # noqa: BLE001 (a damaged message or chunk in the middle of the bag)
+            raise BagError(f"{path}: cannot read the messages: {type(e).__name__}: {e}") from e
 
     return info, start, end, messages
 

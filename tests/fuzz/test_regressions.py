@@ -31,3 +31,32 @@ def test_deeply_nested_kinematic_json_is_model_error(tmp_path):
     with pytest.raises(ModelError, match="nested too deeply") as e:
         RobotModel.from_kinematic_json(str(p))
     assert str(p) in str(e.value)
+
+
+@pytest.mark.parametrize("law_name", ["pd", "pid", "computed_torque", "robust", "adaptive", "osc"])
+def test_control_law_text_input_is_input_error(ur5, law_name):
+    """np.asarray(['x', ...], float) leaked a raw numpy ValueError from every law."""
+    from manip_control.laws import make_law
+    law = make_law(law_name, ur5)
+    z = np.zeros(6)
+    with pytest.raises(InputError, match="q_d must be 6 numbers"):
+        law(z, z, ["x"] * 6, z, z)
+    with pytest.raises(InputError, match="qd: expected 6 values, got 3"):
+        law(z, np.zeros(3), z, z, z)
+
+
+def test_damaged_bag_is_bag_error(tmp_path):
+    """rosbags' ReaderError ('File magic is invalid.') leaked from read_bag on a damaged mcap file."""
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import String
+    from manip_core.bag import BagError, BagRecorder, read_bag
+    path = tmp_path / "bag"
+    with BagRecorder(path) as rec:
+        rec.add_topic("/chatter", "std_msgs/msg/String")
+        rec.write("/chatter", 1000, serialize_message(String(data="m")))
+    data = next(path.glob("*.mcap"))
+    raw = bytearray(data.read_bytes())
+    raw[0] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    with pytest.raises(BagError, match="cannot open the bag"):
+        read_bag(path)
