@@ -210,6 +210,49 @@ class AnalyticIK:
     def __repr__(self):
         return f"AnalyticIK(kind={self.kind!r}, joints={self.joint_names})"
 
+    def packed(self):
+        """(kind code, gf, S, M, M^-1, lower, upper): this solver's geometry as the arrays of the numba kernels
+        in manip_core._ik_closed_kernel (solve_all / solve_all_batch); cached."""
+        if getattr(self, "_packed", None) is None:
+            from . import _ik_closed_kernel as C
+            g = self._g
+            gf = np.zeros(C.G_SIZE)
+
+            def put(o, x):
+                x = np.atleast_1d(np.asarray(x, dtype=float))
+                gf[o:o + x.size] = x
+
+            put(C.G_H, g["h"])
+            put(C.G_SIGNS, g["signs"])
+            for key, o in (("w1", C.G_W1), ("p1", C.G_P1), ("w5", C.G_W5), ("w6", C.G_W6), ("W0", C.G_W0),
+                           ("p4", C.G_P4), ("c1", C.G_C1), ("hav_min", C.G_HAV_MIN), ("cos2_max", C.G_COS2_MAX),
+                           ("gamma0", C.G_GAMMA0), ("x6", C.G_X6), ("xh", C.G_XH), ("P0", C.G_P0)):
+                if key in g:
+                    put(o, g[key])
+            pl = g["planar"]
+            for x, o in ((pl.pa, C.G_PA), (pl.a, C.G_A), (pl.b, C.G_B), (pl.la, C.G_LA), (pl.lb, C.G_LB),
+                         (pl.lo, C.G_LO), (pl.hi, C.G_HI), (pl._A, C.G_AB_A), (pl._B, C.G_AB_B)):
+                put(o, x)
+            kind = {"ur6r": C.KIND_UR6R, "ypp3": C.KIND_YPP3, "planar2r": C.KIND_PLANAR2R}[self.kind]
+            c = np.ascontiguousarray
+            self._packed = (kind, gf, c(self.S, dtype=float), c(self.M, dtype=float), c(inv_transform(self.M)),
+                            c(self.lower, dtype=float), c(self.upper, dtype=float))
+        return self._packed
+
+    def solve_batch(self, T_targets):
+        """All in-limit solutions of N targets at once (numba, one thread): (Q (N, 8, n), counts (N,)), the
+        solutions of target i in Q[i, :counts[i]] (unsorted, no labels). T_targets: (N, 4, 4) tip poses in the
+        base frame (position-only kinds use T[:, :3, 3]); a target holding NaN or inf gets no solution."""
+        from . import _ik_closed_kernel as C
+        T = np.ascontiguousarray(T_targets, dtype=np.float64)
+        if T.ndim != 3 or T.shape[1:] != (4, 4):
+            raise InputError(f"T_targets must have shape (N, 4, 4), got {T.shape}")
+        Q = np.full((T.shape[0], C.MAX_SOLUTIONS, self.n), np.nan)
+        counts = np.zeros(T.shape[0], dtype=np.int64)
+        if T.shape[0]:
+            C.solve_all_batch(*self.packed(), T, Q, counts)
+        return Q, counts
+
     # ------------------------------------------------------------------------------------------ detect
 
     @classmethod

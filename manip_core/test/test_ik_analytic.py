@@ -624,3 +624,60 @@ def test_robot_path():
     assert robot_path(str(robot_path("ur5"))) == robot_path("ur5")
     with pytest.raises(ValueError, match="planar2r"):
         robot_path("no_such_robot")
+
+
+# ------------------------------------------------------------------------- numba batch (solve_batch)
+
+def _batch_equals_solve(ik, targets, atol=1e-9):
+    """solve_batch gives, target by target, the same solution set as solve (atol rad), each reaching the
+    target (FK within 1e-9 m and rad)."""
+    Q, counts = ik.solve_batch(np.array(targets))
+    for i, T in enumerate(targets):
+        sols, _ = ik.solve(T)
+        assert counts[i] == len(sols), (i, counts[i], len(sols))
+        if sols:
+            a = np.array(sorted(map(tuple, sols)))
+            b = np.array(sorted(map(tuple, Q[i, :counts[i]])))
+            np.testing.assert_allclose(b, a, atol=atol, rtol=0)
+            assert_all_reach(ik, list(b), T, position_only=ik.position_only)
+    return counts
+
+
+def test_numba_batch_equals_python_solver():
+    """AnalyticIK.solve_batch (manip_core._ik_closed_kernel) against AnalyticIK.solve: random targets of the UR5
+    from two sources (one in another base/tool frame with a flipped axis), with joint limits that cut branches,
+    at the wrist singularity, with inexact geometry (polish), unreachable targets, NaN; ypp3 and planar2r."""
+    rng = np.random.default_rng(21)
+    S, M, lo, up, _ = dh_ur5()
+    B = _trans(0.3, -0.2, 0.5) @ _rot(_unit3(np.array([1.0, 2.0, 3.0])), 0.7)
+    S2 = adjoint(B) @ S
+    S2[:, 2] *= -1.0
+    M2 = B @ M @ _trans(0.01, 0.02, 0.15)
+    cut_lo, cut_up = np.full(6, -math.pi), np.array([math.pi, 0.5, math.pi, math.pi, 2.0, math.pi])
+    cases = [(AnalyticIK.detect(S, M, ["revolute"] * 6, lo, up), S, M),
+             (AnalyticIK.detect(S2, M2, ["revolute"] * 6, cut_lo, cut_up), S2, M2),
+             (AnalyticIK.detect(S, M, ["revolute", "continuous"] * 3, lo, up), S, M)]
+    Sx, Mx, lox, upx, _ = mr_ur5()
+    Sp = Sx.copy()
+    R = axis_angle_to_matrix([1, 0, 0], 3.3e-7)
+    Sp[:, 2] = _screw(R @ Sx[:3, 2], np.cross(Sx[:3, 2], Sx[3:, 2]))
+    cases.append((AnalyticIK.detect(Sp, Mx, ["revolute"] * 6, lox, upx), Sp, Mx))
+    for k, (ik, S_, M_) in enumerate(cases):
+        assert ik is not None and ik.kind == "ur6r"
+        qs = rng.uniform(-math.pi, math.pi, (60, 6))
+        qs[:8, 4] = 0.0                                           # wrist singular
+        targets = [fk_poe(S_, M_, q) for q in qs] + [_trans(3.0, 0.0, 0.0), _trans(0.0, 0.0, 0.02)]
+        # inexact geometry (k = 3): both polish by least squares; near the wrist singularity the two polished
+        # solutions may differ by a few 1e-9 rad while both reach the target within 1e-9
+        counts = _batch_equals_solve(ik, targets, 1e-9 if k < 3 else 1e-7)
+        assert counts[60] == 0
+    ik, S3, M3 = ypp3_ik()
+    qs = rng.uniform(YPP3_LO, YPP3_UP, (80, 3))
+    _batch_equals_solve(ik, [fk_poe(S3, M3, q) for q in qs] + [_trans(0.0, 0.0, 0.6), _trans(2.0, 0, 0)])
+    ik, S4, M4 = planar_ik()
+    qs = rng.uniform(-math.pi, math.pi, (50, 2))
+    _batch_equals_solve(ik, [fk_poe(S4, M4, q) for q in qs] + [_trans(0.0, 0.0, 5.0)])
+    Q, counts = ik.solve_batch(np.full((1, 4, 4), np.nan))
+    assert counts[0] == 0
+    with pytest.raises(InputError, match="T_targets"):
+        ik.solve_batch(np.eye(4))

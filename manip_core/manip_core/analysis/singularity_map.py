@@ -7,13 +7,14 @@ singular value over those configurations (``part`` as in manipulability: "full" 
 orientation, "position" for position-only arms), NaN where p is out of reach. Nodes:
 
 1. level 0: a coarse grid of ``cells`` x ``cells`` cells; IK by the closed form where the arm has one
-   (RobotModel.ik_all: UR-type 6R, yaw-pitch-pitch, planar 2R), otherwise Levenberg-Marquardt from
-   ``random_seeds`` random starts per node (batched, numba);
+   (UR-type 6R, yaw-pitch-pitch, planar 2R: AnalyticIK.solve_batch, numba, every branch), otherwise
+   Levenberg-Marquardt from ``random_seeds`` random starts per node (batched, numba);
 2. levels 1 .. ``levels``: only the cells *near the threshold* are split in 2 x 2 (a cell is near when the
    threshold band [threshold (1 - band), threshold (1 + band)] overlaps the range of its corner values, or when
-   some corners are reachable and others not: the workspace boundary); the new nodes are solved by
-   Levenberg-Marquardt started from every solution of the parent cell's corners (continuation, batched in
-   numba), which follows each IK branch from the coarse grid.
+   some corners are reachable and others not: the workspace boundary); the new nodes are solved by the closed
+   form again where the arm has one, otherwise (or with ``continuation=True``) by Levenberg-Marquardt started
+   from every solution of the parent cell's corners (continuation, batched in numba), which follows each IK
+   branch from the coarse grid.
 
 This is the refinement scheme of cell-based singularity maps (a coarse map, then subdivision of the cells
 where the measure crosses the threshold, step by step); each step's time and number of refined cells are in
@@ -145,13 +146,10 @@ class _Evaluator:
         n = len(P)
         T = self.targets(P)
         if seed_sets is None and self.analytic:
-            qs, owner = [], []
-            for i in range(n):
-                sols, _ = self.solver.solve(P[i] if self.position_only else T[i])
-                qs.extend(sols)
-                owner.extend([i] * len(sols))
-            Q = np.array(qs).reshape(-1, self.robot.dof)
-            return Q, np.array(owner, dtype=np.int64)
+            # closed form for all points at once (numba; the same solutions as AnalyticIK.solve)
+            Qs, counts = self.solver.solve_batch(T)
+            keep = np.arange(Qs.shape[1])[None, :] < counts[:, None]
+            return Qs[keep], np.nonzero(keep)[0].astype(np.int64)
         seeds, owner = [], []
         for i in range(n):
             s = self._random(self.random_seeds) if seed_sets is None or seed_sets[i] is None \
@@ -213,7 +211,7 @@ def _plane_defaults(robot, plane, offset_m, seed):
 
 def singularity_map(robot, *, plane=None, offset_m=0.0, u_range=None, v_range=None, cells=32, levels=3,
                     threshold=None, band=0.25, refine_boundary=True, part=None, orientation=None, ik="auto",
-                    continuation=True, random_seeds=8, seed=0, progress=None):
+                    continuation=None, random_seeds=8, seed=0, progress=None):
     """Minimum-singular-value map of ``robot`` over a plane with refinement near ``threshold``.
 
     plane: "xy", "xz", "yz" (through the base origin, moved by offset_m along the normal) or None (the arm's own
@@ -223,8 +221,9 @@ def singularity_map(robot, *, plane=None, offset_m=0.0, u_range=None, v_range=No
     median over the reachable coarse nodes); band: relative half-width of the threshold band; part: Jacobian
     part (default "full" for arms with 6 or more joints, else "position"); orientation: (3, 3) tool orientation
     of the targets for "full" maps (default: the tip's orientation at q = 0); ik: "auto" (closed form on the
-    coarse grid when the arm has one), "analytic" or "numeric"; continuation: solve refined nodes by LM from the
-    parent corners' solutions (False: closed form there too, where the arm has one; slower, for reference);
+    coarse grid when the arm has one), "analytic" or "numeric"; continuation: True solves refined nodes by LM from
+    the parent corners' solutions, False by the closed form (where the arm has one), None (default): the closed
+    form where the arm has one, else LM continuation;
     random_seeds: LM starts per coarse node without a closed form; progress: callable(done, total) per step.
     """
     t_start = time.perf_counter()
