@@ -27,6 +27,10 @@ Injected callables:
   solve_ik(T, q_near) -> (q or None, reason)
   obstacles() -> list of collision.Obstacle (optional): the object's box (see above); a place position
                  inside an obstacle (other than the object) is refused before moving
+  announce(state, obj) (optional): what the task knows about the object, for perception (the node publishes
+                 it as ``known_objects``): ("pick", Obstacle in the base frame) once the object's box is known,
+                 ("held", Shape in the tip frame) after the grasp, ("none", None) after the release and at the
+                 end of a task that holds nothing
   on_progress(phase, progress 0..1, message) (optional)
   clock() -> seconds (default time.monotonic)
 A failed execution is re-planned from the current joints and retried ``execution_retries`` times (default
@@ -143,7 +147,8 @@ class PickPlaceMachine:
     """See module doc."""
 
     def __init__(self, *, plan, execute, grasp, current_joints, solve_ik, config, obstacles=None,
-                 on_progress=None, clock=time.monotonic):
+                 on_progress=None, clock=time.monotonic, announce=None):
+        self._announce = announce
         self._plan = plan
         self._execute = execute
         self._grasp = grasp
@@ -192,6 +197,7 @@ class PickPlaceMachine:
                         self._do_grasp(*arg)
                     self._done_steps += 1
                 self._end()
+            self._tell("none", None)
             self._report("done", progress=1.0)
             msg = "picked and placed" + (f" '{self.holding_last}'" if self.holding_last else "")
             if self.retries:
@@ -202,6 +208,8 @@ class PickPlaceMachine:
             msg = e.message
             if self.holding:
                 msg += f" (still holding '{self.holding}')"
+            else:
+                self._tell("none", None)
             return PickPlaceOutcome(e.code, msg, self._names, self._durations)
 
     # ------------------------------------------------------------------------------------- checks
@@ -258,6 +266,7 @@ class PickPlaceMachine:
             T_obj[:3, 3] = ob.center
             half = 0.5 * ob.size if ob.is_box else np.full(3, ob.radius / math.sqrt(3.0))
             self._attached = Shape("box", half, np.linalg.inv(T_pick) @ T_obj, "held object")
+            self._tell("pick", ob)
         name = goal.object_name
         avoid = bool(goal.avoid_obstacles)
         self.holding_last = ""
@@ -360,13 +369,20 @@ class PickPlaceMachine:
         ok, msg, obj = self._grasp(attach, name)
         if attach and ok:
             self.holding = self.holding_last = obj or name
+            if self._attached is not None:
+                self._tell("held", self._attached)
         self._check_cancel()
         if not ok:
             raise _Abort(GRASP_FAILED, f"{self.phase}: {'attach' if attach else 'release'} failed: {msg}")
         if not attach:
             self.holding = ""
+            self._tell("none", None)
 
     # ------------------------------------------------------------------------------- bookkeeping
+    def _tell(self, state, obj):
+        if self._announce is not None:
+            self._announce(state, obj)
+
     def _begin(self, phase):
         self.phase = phase
         self._phase_start = self._clock()

@@ -246,3 +246,42 @@ def test_allowed_object_is_not_an_obstacle(ur5, demo):
                        [cube, far])
     assert res.success and "1 obstacle(s) ignored" in res.message, res.message
     assert 0.1 < res.min_obstacle_distance < np.inf        # the far box is still an obstacle
+
+
+def test_object_is_announced_allowed_and_attached(ur5, demo):
+    """With the perceived cube among the obstacles, the machine announces it (to pick, then held in the tip
+    frame at the grasp pose, then none), names it as the allowed object on the way to the pick and away from
+    the place, and attaches it to every request while it is held."""
+    from manip_planning.test.test_pick_place_machine import Fakes
+    cube = Obstacle(demo.PICK + [0.003, -0.002, 0.0], [0.045, 0.045, 0.042])   # as perceived: a little off
+    pillar = Obstacle(demo.PILLAR_CENTER, demo.PILLAR_SIZE)
+    f = Fakes(ur5, demo.HOME)
+    requests, told = [], []
+
+    def plan(req):
+        requests.append((req.path_type, req.attached_object, tuple(req.allowed_objects)))
+        return f.plan(req)
+
+    planner = Planner(ur5, PlannerSettings())
+    m = ppm.PickPlaceMachine(plan=plan, execute=f.execute, grasp=f.grasp, current_joints=f.current,
+                             solve_ik=lambda T, q: (planner.choose_ik(T, q), ""),
+                             config=ppm.MachineConfig(home=demo.HOME), obstacles=lambda: [pillar, cube],
+                             announce=lambda state, obj: told.append((state, obj)))
+    T1, T2 = np.eye(4), np.eye(4)
+    T1[:3, 3], T2[:3, 3] = demo.PICK, demo.PLACE
+    assert m.run(ppm.PickPlaceGoal(T1, T2, "cube")).success
+    assert m.object_box is cube
+    states = [s for s, _ in told]
+    assert states[:3] == ["pick", "held", "none"] and set(states[3:]) <= {"none"}
+    held = told[1][1]
+    # tool0 points down 3 cm above the pick: the cube's centre is 3 cm along tool z, offset by the perception
+    # error (x, y of the base = x, -y of the tool)
+    assert np.allclose(held.T[:3, 3], [0.003, 0.002, 0.03], atol=1e-9)
+    assert np.allclose(2 * np.array(held.dims), cube.size)
+    # request by request: HOME, ABOVE_PICK, down, lift, ABOVE_PLACE, down, retreat, HOME
+    attached = [a is not None for _, a, _ in requests]
+    allowed = [len(al) for _, _, al in requests]
+    assert attached == [False, False, False, True, True, True, False, False]
+    assert allowed == [0, 1, 1, 0, 0, 0, 1, 1]
+    assert requests[1][2][0] is cube
+    assert np.allclose(requests[7][2][0].center, cube.center + (demo.PLACE - demo.PICK))
