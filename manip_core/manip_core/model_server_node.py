@@ -7,6 +7,7 @@ compute_ik, compute_dynamics (manip_msgs). Bad requests get an ErrorCode and a m
 A new robot_description parameter value is parsed first and rejected (with the reason) unless it is description
 text that parses; the same robot again is a no-op.
 """
+import math
 import sys
 
 import numpy as np
@@ -194,6 +195,9 @@ class ModelServer(Node):
             response.mass_matrix = [float(x) for x in m.mass_matrix(q).ravel()]
             response.coriolis = [float(x) for x in m.coriolis_torques(q, qd)]
             response.gravity_torques = [float(x) for x in m.gravity_torques(q, gravity=gravity)]
+            if not all(math.isfinite(x) for x in (*response.efforts, *response.mass_matrix, *response.coriolis)):
+                # finite but huge input (|qd| ~ 1e154 and more) overflows: never a NaN in a success
+                raise InputError("positions/velocities/accelerations too large: the dynamics overflow (NaN/inf)")
         except (InputError, ValueError) as e:
             return _err(response, ErrorCode.INVALID_INPUT, str(e))
         except ModelError as e:

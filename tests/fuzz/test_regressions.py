@@ -60,3 +60,29 @@ def test_damaged_bag_is_bag_error(tmp_path):
     data.write_bytes(bytes(raw))
     with pytest.raises(BagError, match="cannot open the bag"):
         read_bag(path)
+
+
+def test_model_server_refuses_overflowing_dynamics():
+    """compute_dynamics answered success with NaN efforts for velocities of 1e300 (the dynamics overflow)."""
+    import rclpy
+    from manip_msgs.srv import ComputeDynamics
+    from manip_core.model_server_node import ModelServer
+    from pathlib import Path
+    urdf = Path(__file__).resolve().parents[2] / "manip_core" / "manip_core" / "robots" / "ur5.urdf"
+    if rclpy.ok():
+        pytest.skip("the default rclpy context is in use by another test of this process")
+    rclpy.init(args=["--ros-args", "-p", f"urdf_path:={urdf}"], domain_id=__import__("random").randint(100, 200))
+    try:
+        node = ModelServer()
+        try:
+            z = [0.0] * 6
+            res = node._compute_dynamics(ComputeDynamics.Request(positions=z, velocities=[1e300] * 6,
+                                                                 accelerations=z), ComputeDynamics.Response())
+            assert not res.success and "overflow" in res.message
+            res = node._compute_dynamics(ComputeDynamics.Request(positions=z, velocities=z, accelerations=z),
+                                         ComputeDynamics.Response())
+            assert res.success and np.all(np.isfinite(res.efforts))
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.shutdown()
