@@ -24,7 +24,7 @@ from manip_core.errors import InputError
 
 __all__ = ["ControlOutput", "ComputedTorque", "PD", "clip_efforts", "gravity_hold", "position_error",
            "computed_torque_default_gains", "pd_default_gains", "make_law", "DEFAULT_NATURAL_FREQUENCY",
-           "DEFAULT_PD_NATURAL_FREQUENCY", "CONTROL_LAWS", "Param"]
+           "DEFAULT_PD_NATURAL_FREQUENCY", "CONTROL_LAWS", "Param", "apparent_inertia"]
 
 # Closed-loop natural frequency (rad/s) of the default computed-torque gains (critically damped).
 DEFAULT_NATURAL_FREQUENCY = 20.0
@@ -97,15 +97,23 @@ def _reference_q(model):
                                                                                         np.inf))
 
 
+def apparent_inertia(model, q):
+    """(dof,) 1 / (M(q)^-1)_ii: the inertia each joint shows at q with the other joints free (kg*m^2, kg)."""
+    return 1.0 / np.diag(np.linalg.inv(model.mass_matrix(q)))
+
+
 def pd_default_gains(model, period_s=0.004, delay_periods=2.0, max_natural_frequency=DEFAULT_NATURAL_FREQUENCY,
-                     damping_ratio=1.0):
-    """(Kp, Kd) in N*m/rad, N*m*s/rad: Kp_i = m_i wn_i^2, Kd_i = 2 zeta wn_i m_i, m_i joint i's smallest
-    apparent inertia over the workspace and wn_i <= max_natural_frequency lowered until the loop sampled at
-    period_s with delay_periods of measurement delay is stable with a gain margin of 2 over the workspace
-    (manip_control.gain_design)."""
+                     damping_ratio=1.0, q=None):
+    """(Kp, Kd) in N*m/rad, N*m*s/rad of the default PD at configuration q (default: zero, clipped to the
+    limits): Kp_i = m_i(q) wn_i^2, Kd_i = 2 zeta wn_i m_i(q), m_i(q) joint i's apparent inertia at q and wn_i
+    <= max_natural_frequency lowered until the loop sampled at period_s with delay_periods of measurement
+    delay is stable with a gain margin of 2 at every sampled configuration (manip_control.gain_design,
+    scheduled)."""
     from .gain_design import design_joint_gains
-    g = design_joint_gains(model, "pd", period_s, delay_periods, max_natural_frequency, damping_ratio)
-    return g.kp, g.kd
+    g = design_joint_gains(model, "pd", period_s, delay_periods, max_natural_frequency, damping_ratio,
+                           scheduled=True)
+    m = apparent_inertia(model, _reference_q(model) if q is None else np.asarray(q, float))
+    return m * g.natural_frequency ** 2, 2.0 * damping_ratio * g.natural_frequency * m
 
 
 @dataclass(frozen=True)
@@ -252,8 +260,13 @@ class ComputedTorque(_Law):
 class PD(_Law):
     """tau = Kp e + Kd ed (+ g(q) when gravity_compensation), clipped to the effort limits.
 
-    kp, kd: per joint (N*m/rad, N*m*s/rad) or one value for all; None or empty: :func:`pd_default_gains` for
-    the control period and ``delay_periods`` of measurement delay. The desired acceleration is not used.
+    kp, kd: per joint (N*m/rad, N*m*s/rad) or one value for all, constant. None or empty: gains scheduled on
+    the inertia each joint shows, Kp_i = m_i(q) wn_i^2, Kd_i = 2 zeta wn_i m_i(q) with m_i(q) = 1 / (M(q)^-1)_ii
+    and wn_i from manip_control.gain_design for the control period and ``delay_periods`` of measurement delay
+    (:func:`pd_default_gains`; ``kp``/``kd`` hold their values at the zero configuration, for the logs). A
+    constant-gain PD must be sized for each joint's lightest configuration (the UR5's elbow shows 0.08 to 0.55
+    kg*m^2), which leaves it too soft elsewhere to hold a 0.1 kg object within 0.02 rad. The desired
+    acceleration is not used.
     """
 
     name = "pd"
@@ -269,16 +282,32 @@ class PD(_Law):
                  natural_frequency=DEFAULT_NATURAL_FREQUENCY, damping_ratio=1.0, period_s=0.004, delay_periods=2.0):
         super().__init__(model, period_s)
         need_defaults = kp is None or np.size(kp) == 0 or kd is None or np.size(kd) == 0
-        kp0, kd0 = (pd_default_gains(model, self.period_s, delay_periods, natural_frequency, damping_ratio)
-                    if need_defaults else (None, None))
+        self._wn = None
+        kp0 = kd0 = None
+        if need_defaults:
+            from .gain_design import design_joint_gains
+            self._wn = design_joint_gains(model, "pd", self.period_s, delay_periods, natural_frequency,
+                                          damping_ratio, scheduled=True).natural_frequency
+            self._zeta = float(damping_ratio)
+            kp0, kd0 = pd_default_gains(model, self.period_s, delay_periods, natural_frequency, damping_ratio)
         self.kp = _gain(kp, kp0, model.dof, "kp")
         self.kd = _gain(kd, kd0, model.dof, "kd")
+        # scheduled only where the defaults are used (a gain given by the user stays constant)
+        self._scheduled = (None if self._wn is None else
+                           (kp is None or np.size(kp) == 0, kd is None or np.size(kd) == 0))
         self.gravity_compensation = bool(gravity_compensation)
 
     def compute(self, q, qd, q_d, qd_d, qdd_d=None):
         q, qd, q_d, qd_d = self._vectors(q, qd, q_d, qd_d)
         e, ed = self.errors(q, qd, q_d, qd_d)
-        tau = self.kp * e + self.kd * ed
+        kp, kd = self.kp, self.kd
+        if self._scheduled is not None:
+            m = apparent_inertia(self.model, q)
+            if self._scheduled[0]:
+                kp = m * self._wn ** 2
+            if self._scheduled[1]:
+                kd = 2.0 * self._zeta * self._wn * m
+        tau = kp * e + kd * ed
         if self.gravity_compensation:
             tau = tau + self.model.gravity_torques(q)
         return clip_efforts(tau, self.effort_limits)

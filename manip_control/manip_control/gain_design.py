@@ -118,16 +118,16 @@ def _gains(kind, m, wn, zeta, beta):
 
 def design_joint_gains(model, kind="pd", period_s=0.004, delay_periods=DEFAULT_DELAY_PERIODS,
                        max_natural_frequency=20.0, damping_ratio=1.0, gain_margin=DEFAULT_GAIN_MARGIN, count=32,
-                       seed=0, max_iterations=200):
+                       seed=0, max_iterations=200, scheduled=False):
     """Per-joint gains of ``kind`` ("pd" or "pid") for ``model`` (see module): JointGains. The result is kept
     for the same model object and arguments (a node builds its law once per model; tests build many)."""
     key = (id(model), kind, float(period_s), float(delay_periods), float(max_natural_frequency),
-           float(damping_ratio), float(gain_margin), int(count), int(seed))
+           float(damping_ratio), float(gain_margin), int(count), int(seed), bool(scheduled))
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is model:
         return hit[1]
     out = _design(model, kind, period_s, delay_periods, max_natural_frequency, damping_ratio, gain_margin, count,
-                  seed, max_iterations)
+                  seed, max_iterations, scheduled)
     if len(_CACHE) > 32:
         _CACHE.clear()
     _CACHE[key] = (model, out)
@@ -138,7 +138,7 @@ _CACHE = {}
 
 
 def _design(model, kind, period_s, delay_periods, max_natural_frequency, damping_ratio, gain_margin, count, seed,
-            max_iterations):
+            max_iterations, scheduled):
     if kind not in ("pd", "pid"):
         raise ValueError(f"kind must be pd or pid, got {kind!r}")
     for name, v in (("period_s", period_s), ("max_natural_frequency", max_natural_frequency),
@@ -155,14 +155,18 @@ def _design(model, kind, period_s, delay_periods, max_natural_frequency, damping
     wn = np.full(n, float(max_natural_frequency))
     # integral: Ki = Kp wn / beta; a joint whose inertia reaches mu m needs beta > g mu / (2 zeta) (Routh on
     # mu s^3 + Kd/m s^2 + Kp/m s + Ki/m with every gain divided by g)
-    beta = 1.25 * g * (app.max(axis=0) / m) / (2.0 * zeta)
+    if scheduled:   # m = the apparent inertia at each configuration: mu = M_ii / m_i there
+        mu = (np.diagonal(np.array([np.linalg.inv(x) for x in Minv]), axis1=1, axis2=2) / app).max(axis=0)
+    else:
+        mu = app.max(axis=0) / m
+    beta = 1.25 * g * mu / (2.0 * zeta)
     scales = (g,) if kind == "pd" else (g, 1.0 / g)
     b = 2 if kind == "pd" else 3
     worst = 0.0
     for iterations in range(int(max_iterations)):
-        kp, ki, kd = _gains(kind, m, wn, zeta, beta)
         worst, worst_A, worst_scale = 0.0, None, g
-        for Mi in Minv:
+        for j, Mi in enumerate(Minv):
+            kp, ki, kd = _gains(kind, app[j] if scheduled else m, wn, zeta, beta)
             for c in scales:
                 A = loop_matrix(Mi, c * kp, c * kd, None if ki is None else c * ki, period_s, delay_periods)
                 r = spectral_radius(A)

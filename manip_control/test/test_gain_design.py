@@ -57,13 +57,15 @@ def test_pd_defaults_stable_where_the_old_ones_oscillate(ur5):
     """The old defaults (Kp = M_ii(0) wn^2, wn = 10 rad/s) at the configuration where their delayed loop is
     least stable (two periods of delay, the demo's graph) oscillate and grow on the nonlinear UR5; the designed
     gains settle there (and at every sampled configuration the linear loop is stable with a gain margin 2)."""
-    law = PD(ur5, period_s=DT)
+    law = PD(ur5, period_s=DT)  # gains scheduled on the apparent inertia m(q): Kp = m(q) wn^2, Kd = 2 m(q) wn
     Q = G.sample_configurations(ur5, 32)
-    _, Minv = G.apparent_inertias(ur5, Q)
+    app, Minv = G.apparent_inertias(ur5, Q)
     m0 = np.diag(ur5.mass_matrix(np.zeros(6)))
     old_kp, old_kd = m0 * 100.0, m0 * 20.0
+    wn = law._wn
     r_old = [G.spectral_radius(G.loop_matrix(Mi, old_kp, old_kd, None, DT, 2)) for Mi in Minv]
-    r_new = [G.spectral_radius(G.loop_matrix(Mi, 2 * law.kp, 2 * law.kd, None, DT, 2)) for Mi in Minv]
+    r_new = [G.spectral_radius(G.loop_matrix(Mi, 2 * m * wn ** 2, 4 * m * wn, None, DT, 2))
+             for Mi, m in zip(Minv, app)]
     assert max(r_new) < 1.0 < max(r_old)
     q_set = Q[int(np.argmax(r_old))]
     q0 = q_set + 0.02
