@@ -357,6 +357,30 @@ class RobotCollisionModel:
         self.grp_env = np.array([1 if (b >= 0 or self.check_fixed_links) else 0 for b in self.grp_body],
                                 dtype=np.int64)
         self.pairs = np.array(self._pairs(groups), dtype=np.int64).reshape(-1, 2)
+        self._build_slots(groups)
+
+    def _build_slots(self, groups):
+        """Slots (the bodies that carry groups, the most distal first, the fixed base last), their bounding
+        spheres, and the self-collision pairs ordered by slot pair (the hierarchy of collision_kernels)."""
+        bodies = sorted({int(b) for b in self.grp_body}, key=lambda b: -b if b >= 0 else 1 << 30)
+        slot_of = {b: k for k, b in enumerate(bodies)}
+        members = [[g for g in range(len(groups)) if int(self.grp_body[g]) == b] for b in bodies]
+        self.sl_body = np.array(bodies, dtype=np.int64)
+        self.sl_gstart = np.concatenate([[0], np.cumsum([len(m) for m in members])]).astype(np.int64)
+        self.sl_groups = np.array([g for m in members for g in m], dtype=np.int64)
+        # + 1 nm: the bound stays conservative whatever the rounding of its placement
+        self.sl_bound = np.array([_bound(np.vstack([groups[g][2] for g in m])) + [0, 0, 0, 1e-9]
+                                  for m in members]).reshape(-1, 4)
+        self.sl_env = np.array([1 if b >= 0 and any(self.grp_env[g] for g in m) else 0
+                                for b, m in zip(bodies, members)], dtype=np.int64)
+        by_slot = {}
+        for p, (g, h) in enumerate(self.pairs):
+            key = tuple(sorted((slot_of[int(self.grp_body[g])], slot_of[int(self.grp_body[h])])))
+            by_slot.setdefault(key, []).append(p)
+        keys = sorted(by_slot)
+        self.bpairs = np.array(keys, dtype=np.int64).reshape(-1, 2)
+        self.bp_start = np.concatenate([[0], np.cumsum([len(by_slot[k]) for k in keys])]).astype(np.int64)
+        self.bp_pairs = np.array([p for k in keys for p in by_slot[k]], dtype=np.int64)
 
     def _pairs(self, groups):
         from manip_core._layout import MI_HEADER, MI_STRIDE
@@ -418,9 +442,14 @@ class CollisionChecker:
         from manip_core import _kernels as K
         obs = scene.packed if scene is not None and len(scene) else np.zeros((0, OBS_STRIDE))
         G, S = len(robot.grp_body), len(robot.sph_local)
+        B = len(robot.sl_body)
         self.ca = (m._mf, m._mi, K.new_ws(m._mi), robot.grp_body, robot.grp_start, robot.grp_bound,
                    robot.grp_env, robot.sph_local, np.ascontiguousarray(obs), np.zeros((S, 4)), np.zeros((G, 4)),
-                   np.zeros(G, dtype=np.int64), robot.pairs)
+                   np.zeros(G, dtype=np.int64), robot.pairs, robot.sl_body, robot.sl_gstart, robot.sl_groups,
+                   robot.sl_bound, robot.sl_env, np.zeros((B, 4)), np.zeros(B, dtype=np.int64), robot.bpairs,
+                   robot.bp_start, robot.bp_pairs, np.array([0, -1, -1, -1], dtype=np.int64))
+        from .collision_kernels import fixed_env_hit
+        self.ca[23][0] = fixed_env_hit(self.ca)
         self.dof = m.dof
         self.lower = np.array(m.joint_lower, dtype=np.float64)
         self.upper = np.array(m.joint_upper, dtype=np.float64)
@@ -459,7 +488,7 @@ class CollisionChecker:
         if self._gpu is not None:
             return self._gpu.edges_free(A, B, resolution)
         out = np.zeros(len(A), dtype=np.bool_)
-        edges_free(self.ca, A, B, float(resolution), out)
+        edges_free(self.ca, A, B, float(resolution), out, np.empty(self.dof))
         return out
 
     def first_colliding_segment(self, path, resolution=1.0 / 32.0):
@@ -472,7 +501,7 @@ class CollisionChecker:
                 return 0
             bad = np.flatnonzero(~self._gpu.edges_free(P[:-1], P[1:], resolution))
             return int(bad[0]) if len(bad) else -1
-        return int(path_free(self.ca, P, float(resolution)))
+        return int(path_free(self.ca, P, float(resolution), np.empty(self.dof)))
 
     def distances(self, q):
         """(min signed distance to obstacles, min self distance) in m at q; inf when nothing is checked."""
