@@ -15,7 +15,16 @@ import time
 import urllib.request
 from pathlib import Path
 
-__all__ = ["Browser", "BrowserError"]
+__all__ = ["Browser", "BrowserError", "free_port"]
+
+
+def free_port(host="127.0.0.1"):
+    """A TCP port nobody listens on right now (for a test's page)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
 
 
 class BrowserError(RuntimeError):
@@ -55,6 +64,9 @@ class Browser:
         self.send("Page.enable")
         self.send("Network.enable")
         self.send("Runtime.enable")
+        # A headless page has no focus, and viser's client only reconnects a dropped websocket (a loaded machine
+        # can drop one) while its page has the focus.
+        self.send("Emulation.setFocusEmulationEnabled", enabled=True)
         self.send("Emulation.setDeviceMetricsOverride", width=self.width_px, height=self.height_px,
                   deviceScaleFactor=1, mobile=False)
 
@@ -94,14 +106,20 @@ class Browser:
         return r["result"].get("value")
 
     def wait_for(self, expression, timeout_s=30.0, what=None):
-        """Poll until the expression is truthy; its value (BrowserError after timeout_s)."""
+        """Poll until the expression is truthy; its value (BrowserError after timeout_s). An expression that throws
+        (e.g. no document.body yet while the page loads) counts as false."""
         deadline = time.monotonic() + timeout_s
+        err = None
         while True:
-            v = self.evaluate(expression)
+            try:
+                v = self.evaluate(expression)
+            except BrowserError as e:
+                v, err = None, e
             if v:
                 return v
             if time.monotonic() > deadline:
-                raise BrowserError(f"timed out after {timeout_s} s waiting for {what or expression}")
+                raise BrowserError(f"timed out after {timeout_s} s waiting for {what or expression}"
+                                   + (f" (last error: {err})" if err else ""))
             time.sleep(0.2)
 
     # ---------------------------------------------------------------------------------- actions
@@ -126,7 +144,7 @@ class Browser:
 
     def screenshot_png(self):
         """PNG bytes of the viewport."""
-        return base64.b64decode(self.send("Page.captureScreenshot", format="png")["data"])
+        return base64.b64decode(self.send("Page.captureScreenshot", timeout_s=120.0, format="png")["data"])
 
     def close(self):
         try:

@@ -57,6 +57,10 @@ def main(argv=None):
         return 2
     if q0 is not None:
         viewer.set_q(q0)
+    from .overlays import solve_ik_offline
+    from .panels import Panels
+
+    panels = Panels(viewer, solve_ik=lambda T, q: solve_ik_offline(robot, T, q))
     print(f"manip-view: {robot.name} ({robot.dof} joints, {robot.base_link} -> {robot.tip_link}) at {viewer.url}",
           flush=True)
     done = threading.Event()
@@ -64,6 +68,7 @@ def main(argv=None):
         signal.signal(sig, lambda *_: done.set())
     while not done.wait(0.5):
         pass
+    panels.close()
     viewer.stop()
     return 0
 

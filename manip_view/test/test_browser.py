@@ -9,7 +9,6 @@ viewer's own address. MANIP_VIEW_WRITE_DOCS=1 also writes the screenshot to docs
 import io
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -21,27 +20,13 @@ import pytest
 from PIL import Image
 
 from manip_core.robots import robot_path
-from manip_view.browser import Browser
+from manip_view.browser import Browser, free_port
 from manip_view.camera import project
 from manip_view.scene import RobotScene, load_robot
 
 ROOT = Path(__file__).resolve().parents[2]
 W, H = 1280, 800
 Q0 = [0.3, -1.2, 1.4, -0.8, 0.6, 0.2]
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    p = subprocess.run([str(ROOT / "scripts" / "install_chromium.sh")], capture_output=True, text=True, timeout=900)
-    if p.returncode != 0:
-        pytest.skip(f"no headless Chromium: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")
-    return p.stdout.strip().splitlines()[-1]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def robot_mask(png):
