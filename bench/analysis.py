@@ -8,9 +8,10 @@ Workspace: samples per second of the sampling + FK kernel and of the whole estim
 convergence levels), CPU (numba, all cores) and, when numba.cuda sees a real GPU, the CUDA kernel; the volume
 estimate against the closed-form values of the planar 2R (area) and the yaw-pitch-pitch arm (volume).
 Singularity map: time for the UR5 (full Jacobian, tool orientation of q = 0) and the bundled 3-DOF arm ypp3
-(position Jacobian) on the x-z plane, refined (coarse grid + 3 refinement levels near the threshold),
-unrefined (every node of the same finest grid, closed-form IK at each) and with every reachable cell refined
-(the whole finest grid by LM continuation), against the 34-621 s per map reported by the MPERL paper. Prints a markdown table and writes it with the raw numbers to bench/results/.
+(position Jacobian) on the x-z plane, refined (coarse grid + 3 refinement levels near the threshold) with the
+closed-form IK at each node (numba batch, the default) and with LM continuation, and unrefined (every node of
+the same finest grid, closed form), against the 34-621 s per map reported by the MPERL paper; wall time and
+the process's CPU time (all threads) with the load average, since the machine is shared. Prints a markdown table and writes it with the raw numbers to bench/results/.
 It is a benchmark, not a test: nothing is asserted.
 """
 from __future__ import annotations
@@ -93,40 +94,53 @@ def bench_workspace(quick):
     return head + "\n" + "\n".join(rows), raw, devices
 
 
+def _timed_map(robot, **kw):
+    """(map, wall s, CPU s of the process (all threads), 1-min load average at the end)."""
+    c0, w0 = time.process_time(), time.perf_counter()
+    m = singularity_map(robot, plane="xz", **kw)
+    return m, time.perf_counter() - w0, time.process_time() - c0, os.getloadavg()[0]
+
+
 def bench_maps(quick):
     rows, raw = [], []
     cells, levels = (8, 3) if quick else (16, 3)
     fine = cells << levels
-    # warm-up: numba compile of the batched LM
-    singularity_map(RobotModel.load("ypp3"), cells=4, levels=1)
+    # warm-up: numba compile (or cache load) of the closed-form batch, the batched LM and the measures
+    for name in ("ypp3", "ur5"):
+        singularity_map(RobotModel.load(name), cells=4, levels=1)
+        singularity_map(RobotModel.load(name), cells=4, levels=1, continuation=True)
     for name in ("ur5", "ypp3"):
         robot = RobotModel.load(name)
-        log(f"singularity map {name}: refined ({cells} cells, {levels} levels) ...")
-        a = singularity_map(robot, plane="xz", cells=cells, levels=levels)
-        log(f"singularity map {name}: unrefined ({fine} x {fine} cells) ...")
-        b = singularity_map(robot, plane="xz", cells=fine, levels=0, threshold=a.threshold,
-                            u_range=a.u_range, v_range=a.v_range)
-        log(f"singularity map {name}: every cell refined (continuation on the whole finest grid) ...")
-        c = singularity_map(robot, plane="xz", cells=cells, levels=levels, threshold=a.threshold, band=math.inf,
-                            u_range=a.u_range, v_range=a.v_range)
+        log(f"singularity map {name}: refined ({cells} cells, {levels} levels, closed form) ...")
+        a = _timed_map(robot, cells=cells, levels=levels)
+        m0 = a[0]
+        same = dict(threshold=m0.threshold, u_range=m0.u_range, v_range=m0.v_range)
+        log(f"singularity map {name}: refined, LM continuation ...")
+        c = _timed_map(robot, cells=cells, levels=levels, continuation=True, **same)
+        log(f"singularity map {name}: unrefined ({fine} x {fine} cells, closed form) ...")
+        b = _timed_map(robot, cells=fine, levels=0, **same)
         # agreement on the nodes both evaluated
-        both = a.node_computed & b.node_computed[::1, ::1]
-        va, vb = a.node_values[both], b.node_values[both]
+        both = m0.node_computed & b[0].node_computed
+        va, vb = m0.node_values[both], b[0].node_values[both]
         ok = np.isfinite(va) & np.isfinite(vb)
         agree = float(np.max(np.abs(va[ok] - vb[ok]))) if ok.any() else None
-        for kind, m in (("refined near threshold", a), ("unrefined, closed form at every node", b),
-                        ("all cells refined (continuation)", c)):
+        for kind, (m, wall, cpu, load) in (("refined near threshold, closed form at each node", a),
+                                           ("refined near threshold, LM continuation", c),
+                                           ("unrefined, closed form at every node", b)):
             s = m.summary()
             nodes = s["points_evaluated"]
-            raw.append({"robot": name, "kind": kind, **s, "max_abs_diff_vs_unrefined": agree})
+            raw.append({"robot": name, "kind": kind, **s, "wall_s": wall, "cpu_s": cpu, "load_1min": load,
+                        "max_abs_diff_vs_unrefined": agree})
             rows.append(f"| {name} | {kind} | {fine + 1}^2 = {(fine + 1) ** 2:,} | {nodes:,} | "
-                        f"{1000 * s['finest_cell_m']:.1f} | {m.time_s:.2f} | {nodes / m.time_s:,.0f} | "
-                        f"{MPERL_S[0] / m.time_s:,.0f}x - {MPERL_S[1] / m.time_s:,.0f}x |")
+                        f"{1000 * s['finest_cell_m']:.1f} | {wall:.2f} | {cpu:.2f} | {nodes / cpu:,.0f} | "
+                        f"{MPERL_S[0] / wall:,.0f}x - {MPERL_S[1] / wall:,.0f}x | "
+                        f"{MPERL_S[0] / cpu:,.0f}x - {MPERL_S[1] / cpu:,.0f}x | {load:.1f} |")
         steps = "; ".join(f"L{st['level']}: {st['cells_refined']} cells refined, {st['points_evaluated']} pts, "
-                          f"{st['time_s']:.2f} s" for st in a.steps)
-        rows.append(f"| {name} | refinement steps | | | | | | {steps} |")
-    head = ("| robot | map | finest grid (nodes) | nodes evaluated | finest cell (mm) | time (s) | nodes/s | "
-            "MPERL 34-621 s / ours |\n|---|---|---|---|---|---|---|---|")
+                          f"{st['time_s']:.2f} s" for st in m0.steps)
+        rows.append(f"| {name} | refinement steps (closed form) | | | | | | | {steps} | | |")
+    head = ("| robot | map | finest grid (nodes) | nodes evaluated | finest cell (mm) | wall (s) | CPU (s) | "
+            "nodes per CPU s | MPERL 34-621 s / our wall | MPERL / our CPU | load (1 min) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|")
     return head + "\n" + "\n".join(rows), raw
 
 
@@ -144,9 +158,10 @@ def main(argv=None):
                f"devices: {', '.join(devices)}{'' if 'cuda' in devices else ' (no GPU here)'}")
     table = (f"# analysis benchmark, {when:%Y-%m-%d %H:%M} UTC{' (quick)' if args.quick else ''}\n\n{machine}\n\n"
              f"## Monte Carlo workspace\n\n{ws_table}\n\n## Singularity maps (x-z plane through the base)\n\n"
-             f"{map_table}\n\nMPERL column: the paper's 34 s and 621 s per map divided by our time. Its grids "
-             f"were not available to this benchmark, so the comparison is per map; nodes/s lets any grid size "
-             f"be compared.\n")
+             f"{map_table}\n\nMPERL columns: the paper's 34 s and 621 s per map divided by our wall time and by our "
+             f"CPU time (the wall time of a quiet machine is between the CPU time / threads and the CPU time). "
+             f"Its grids were not available to this benchmark, so the comparison is per map; nodes per CPU "
+             f"second lets any grid size be compared.\n")
     print(table)
     if not args.no_save:
         for w in save_results("analysis", table, {"workspace": ws_raw, "maps": map_raw, "machine": machine},

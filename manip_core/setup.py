@@ -31,6 +31,7 @@ setup(
             'manip-launch = manip_core.launcher:main',
             'model_server = manip_core:model_server_main',
             'state_publisher = manip_core:state_publisher_main',
+            'analysis_markers = manip_core:analysis_markers_main',
             'manip-bag = manip_core.bag_cli:main',
         ],
     },

@@ -27,3 +27,9 @@ def state_publisher_main(args=None):
     """Console script ``state_publisher`` (tf from joint_states, robot_state_publisher's semantics)."""
     from manip_core.ros.node_main import entry
     return entry("manip_core.state_publisher_node", args)
+
+
+def analysis_markers_main(args=None):
+    """Console script ``analysis_markers`` (workspace and singularity-map MarkerArray for RViz)."""
+    from manip_core.ros.node_main import entry
+    return entry("manip_core.analysis_markers_node", args)
