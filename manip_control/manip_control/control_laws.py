@@ -28,8 +28,11 @@ __all__ = ["ControlOutput", "ComputedTorque", "PD", "clip_efforts", "gravity_hol
 
 # Closed-loop natural frequency (rad/s) of the default computed-torque gains (critically damped).
 DEFAULT_NATURAL_FREQUENCY = 20.0
-# Natural frequency (rad/s) the default PD gains give each joint alone at the reference configuration.
-DEFAULT_PD_NATURAL_FREQUENCY = 10.0
+# Default PD (scheduled on each joint's apparent inertia): damping ratio 1/sqrt(2) (5 % overshoot: more
+# stiffness than critical damping within the same delayed-loop stability margin) and natural frequencies
+# from 25 rad/s down to what manip_control.gain_design finds stable with a gain margin of 2.
+DEFAULT_PD_NATURAL_FREQUENCY = 25.0
+DEFAULT_PD_DAMPING_RATIO = 1.0 / math.sqrt(2.0)
 CONTROL_LAWS = ("pd", "pid", "computed_torque", "robust", "adaptive", "osc")  # classes: manip_control.laws
 
 _VECTOR_NAMES = ("q", "qd", "q_d", "qd_d", "qdd_d")  # the laws' argument order (rad, rad/s, rad/s^2)
@@ -102,8 +105,8 @@ def apparent_inertia(model, q):
     return 1.0 / np.diag(np.linalg.inv(model.mass_matrix(q)))
 
 
-def pd_default_gains(model, period_s=0.004, delay_periods=2.0, max_natural_frequency=DEFAULT_NATURAL_FREQUENCY,
-                     damping_ratio=1.0, q=None):
+def pd_default_gains(model, period_s=0.004, delay_periods=2.0, max_natural_frequency=DEFAULT_PD_NATURAL_FREQUENCY,
+                     damping_ratio=DEFAULT_PD_DAMPING_RATIO, q=None):
     """(Kp, Kd) in N*m/rad, N*m*s/rad of the default PD at configuration q (default: zero, clipped to the
     limits): Kp_i = m_i(q) wn_i^2, Kd_i = 2 zeta wn_i m_i(q), m_i(q) joint i's apparent inertia at q and wn_i
     <= max_natural_frequency lowered until the loop sampled at period_s with delay_periods of measurement
@@ -279,7 +282,8 @@ class PD(_Law):
         return cls(model, kp, kd, period_s=period_s, delay_periods=(params or {}).get("delay_periods", 2.0))
 
     def __init__(self, model, kp=None, kd=None, gravity_compensation=True,
-                 natural_frequency=DEFAULT_NATURAL_FREQUENCY, damping_ratio=1.0, period_s=0.004, delay_periods=2.0):
+                 natural_frequency=DEFAULT_PD_NATURAL_FREQUENCY, damping_ratio=DEFAULT_PD_DAMPING_RATIO, period_s=0.004,
+                 delay_periods=2.0):
         super().__init__(model, period_s)
         need_defaults = kp is None or np.size(kp) == 0 or kd is None or np.size(kd) == 0
         self._wn = None

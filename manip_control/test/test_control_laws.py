@@ -55,14 +55,16 @@ def test_default_gains(ur5):
     # PD: Kp = m(q) wn^2, Kd = 2 m(q) wn per joint, m(q) = 1 / (M(q)^-1)_ii, wn from gain_design (scheduled)
     pd = PD(ur5)
     from manip_control.gain_design import design_joint_gains
-    wn = design_joint_gains(ur5, "pd", 0.004, scheduled=True).natural_frequency
+    z = 1.0 / math.sqrt(2.0)
+    wn = design_joint_gains(ur5, "pd", 0.004, max_natural_frequency=25.0, damping_ratio=z,
+                            scheduled=True).natural_frequency
     m0 = 1.0 / np.diag(np.linalg.inv(ur5.mass_matrix(np.zeros(6))))
     np.testing.assert_allclose(pd.kp, m0 * wn ** 2)
-    np.testing.assert_allclose(pd.kd, 2.0 * m0 * wn)
+    np.testing.assert_allclose(pd.kd, 2.0 * z * m0 * wn)
     q, e, ed = Q_HOME, np.full(6, 0.01), np.full(6, -0.02)
     m = 1.0 / np.diag(np.linalg.inv(ur5.mass_matrix(q)))
     np.testing.assert_allclose(pd.compute(q, -ed, q + e, np.zeros(6)).tau_unclipped,
-                               m * wn ** 2 * e + 2.0 * m * wn * ed + ur5.gravity_torques(q), rtol=1e-10)
+                               m * wn ** 2 * e + 2.0 * z * m * wn * ed + ur5.gravity_torques(q), rtol=1e-10)
     np.testing.assert_allclose(PD(ur5, kp=[5.0], kd=[]).kp, 5.0)
     assert np.allclose(PD(ur5, kp=[5.0], kd=[]).kd, pd_default_gains(ur5)[1])
 

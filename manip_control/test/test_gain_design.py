@@ -62,9 +62,9 @@ def test_pd_defaults_stable_where_the_old_ones_oscillate(ur5):
     app, Minv = G.apparent_inertias(ur5, Q)
     m0 = np.diag(ur5.mass_matrix(np.zeros(6)))
     old_kp, old_kd = m0 * 100.0, m0 * 20.0
-    wn = law._wn
+    wn, z = law._wn, law._zeta
     r_old = [G.spectral_radius(G.loop_matrix(Mi, old_kp, old_kd, None, DT, 2)) for Mi in Minv]
-    r_new = [G.spectral_radius(G.loop_matrix(Mi, 2 * m * wn ** 2, 4 * m * wn, None, DT, 2))
+    r_new = [G.spectral_radius(G.loop_matrix(Mi, 2 * m * wn ** 2, 4 * z * m * wn, None, DT, 2))
              for Mi, m in zip(Minv, app)]
     assert max(r_new) < 1.0 < max(r_old)
     q_set = Q[int(np.argmax(r_old))]
