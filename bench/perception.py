@@ -271,8 +271,10 @@ def main(argv=None):
     from manip_core import RobotModel
     from manip_perception.robot_body import RobotBody
     model = RobotModel.load('ur5')
-    # The bundled UR5 has no collision geometry: capsules along its chain (the node's self_filter_radius)
-    body = RobotBody.from_description(model, ROOT / 'manip_core/manip_core/robots/ur5.urdf', 0.08)
+    # The bags' arm is a stand-in (cylinders between the UR5's link origins): its self-filter is the capsule
+    # fallback along the chain (the UR5 without its collision elements; the node's self_filter_radius)
+    conftest = _load('perception_test_conftest_ur5', TEST_DIR / 'conftest.py')
+    body = RobotBody.from_description(model, conftest.ur5_stand_in_description(Path(tempfile.mkdtemp())), 0.08)
     for b in bags:
         rb = b['rb']
         for matcher, tex, scale in (('bm', 0.0, 1.0), ('bm', 3.0, 1.0), ('sgbm', 0.0, 1.0), ('sgbm', 1.5, 1.0),
@@ -331,7 +333,8 @@ def render_table(r, fB):
                   f"{f['now_total']:.1f} |",
                   '', f"Obstacle stage speed-up: {f['total'] / f['now_total']:.1f}x."]
     lines += ['', '## Obstacle accuracy per regression bag (5 frames each; self-filter on; matched within 5 cm)', '',
-              '| bag, matcher, texture_threshold | precision | recall | centre error mean / max (cm) | size error max (cm) | '
+              '| bag, matcher, texture_threshold | precision | recall | centre error mean / max (cm) | '
+              'size error max (cm) | '
               'false positives |', '|---|---|---|---|---|---|']
     for name, s in r['accuracy'].items():
         lines.append(f"| {name} | {s['precision']:.2f} | {s['recall']:.2f} | {100 * s['centre_error_mean_m']:.1f} / "

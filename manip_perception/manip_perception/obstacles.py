@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .support_plane import Plane, PlaneParams, detect_support_plane
+from .support_plane import Plane, PlaneParams, detect_support_plane, largest_connected_piece
 from .voxel_grid import cluster_boxes, cluster_voxels, voxelize
 
 
@@ -95,14 +95,42 @@ def voxel_downsample(points, voxel_size, min_points=1):
 @dataclass
 class Obstacle:
     """One cluster: centre and size of its axis-aligned box (base frame, m), bounding-sphere radius around
-    the centre (m), number of voxels, and a confidence in [0, 1] (single frame: the share of its voxels
-    that are core voxels of the clustering, i.e. lie in dense surface; tracking.py scales it by persistence)."""
+    the centre (m), number of voxels, a confidence in [0, 1] (single frame: the share of its voxels that
+    are core voxels of the clustering, i.e. lie in dense surface; tracking.py scales it by persistence),
+    and its oriented box turned about base z only: centre (m), yaw (rad, of the box's x axis from base x,
+    in [-pi/4, pi/4]) and extent along its own axes (m), from the smallest-area rectangle holding the
+    x, y of the cluster's core voxels (cv2.minAreaRect; stereo smear at the edges is mostly not core)."""
 
     center: np.ndarray
     size: np.ndarray
     radius: float
     num_points: int
     confidence: float = 1.0
+    oriented_center: np.ndarray = None
+    yaw: float = 0.0
+    oriented_size: np.ndarray = None
+
+    def __post_init__(self):
+        if self.oriented_center is None:
+            self.oriented_center = np.asarray(self.center, dtype=float)
+        if self.oriented_size is None:
+            self.oriented_size = np.asarray(self.size, dtype=float)
+
+
+def oriented_box_xy(xy):
+    """(centre (2,), yaw rad in [-pi/4, pi/4], extent (2,) along the box's x and y) of the smallest-area
+    rectangle holding the points xy (K, 2) (m)."""
+    import cv2
+    (cx, cy), (w, h), ang = cv2.minAreaRect(np.ascontiguousarray(xy, dtype=np.float32).reshape(-1, 1, 2))
+    yaw = np.radians(ang)
+    # The same rectangle turned by a quarter turn has its sides swapped: bring yaw into [-pi/4, pi/4].
+    while yaw > np.pi / 4:
+        yaw -= np.pi / 2
+        w, h = h, w
+    while yaw < -np.pi / 4:
+        yaw += np.pi / 2
+        w, h = h, w
+    return np.array([cx, cy]), float(yaw), np.array([w, h])
 
 
 def dbscan_labels(points, eps, min_samples):
@@ -127,12 +155,22 @@ def describe_clusters(points, labels, min_points=1, min_extent=0.0, core=None):
     else:
         n_core = n.astype(float)
     out = []
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    order = np.argsort(labels, kind='stable')
+    core_mask = np.asarray(core, dtype=bool) if core is not None else None
+    starts = np.searchsorted(labels[order], np.arange(n.size + 1))
     for k in range(n.size):
         size = hi[k] - lo[k]
         if n[k] < min_points or size.max() < min_extent:
             continue
-        out.append(Obstacle(center=(lo[k] + hi[k]) / 2, size=size, radius=float(radius[k]), num_points=int(n[k]),
-                            confidence=float(n_core[k] / n[k])))
+        idx = order[starts[k]:starts[k + 1]]
+        if core is not None and np.count_nonzero(core_mask[idx]) >= 3:
+            idx = idx[core_mask[idx]]  # dense surface only: stereo smear at the edges is mostly not core
+        c_xy, yaw, ext = oriented_box_xy(pts[idx, :2])
+        centre = (lo[k] + hi[k]) / 2
+        out.append(Obstacle(center=centre, size=size, radius=float(radius[k]), num_points=int(n[k]),
+                            confidence=float(n_core[k] / n[k]), oriented_center=np.array([*c_xy, centre[2]]),
+                            yaw=yaw, oriented_size=np.array([*ext, size[2]])))
     out.sort(key=lambda o: (round(float(o.center[0]), 6), round(float(o.center[1]), 6)))
     return out
 
@@ -161,6 +199,7 @@ class ObstacleParams:
     plane_max_camera_height: float = 5.0
     table_height: float = 0.0
     plane_search_band: float = 0.0
+    max_support_planes: int = 1
     ransac_iterations: int = 100
     cluster_radius_voxels: int = 1
     cluster_min_neighbors: int = 6
@@ -185,7 +224,8 @@ class ObstacleParams:
         for name in ('plane_margin', 'self_filter_padding', 'object_margin', 'min_cluster_extent'):
             if not getattr(self, name) >= 0:
                 raise ObstacleError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ('cluster_radius_voxels', 'cluster_min_neighbors', 'min_cluster_points', 'voxel_min_points'):
+        for name in ('cluster_radius_voxels', 'cluster_min_neighbors', 'min_cluster_points', 'voxel_min_points',
+                     'max_support_planes'):
             if getattr(self, name) < 1:
                 raise ObstacleError(f"{name} must be >= 1, got {getattr(self, name)}")
         try:
@@ -200,6 +240,7 @@ class Detection:
     obstacles: list
     plane: Plane = None  # the support plane removed (None: none found or plane_fit off with no plane)
     plane_detection: object = None  # support_plane.PlaneDetection (status and message), None when not fitted
+    more_planes: list = field(default_factory=list)  # further support planes (shelf levels), max_support_planes
     points: np.ndarray = None  # the clustered voxel centroids (base frame), after every filter
     labels: np.ndarray = None
     counts: dict = field(default_factory=dict)  # points left after each stage
@@ -238,6 +279,20 @@ def detect_obstacles(points_camera, params, robot=None, camera_pose=None):
     if plane is not None:
         keep = plane.signed_distance(pts) > p.plane_margin
         pts, ijk = pts[keep], ijk[keep]
+    more = []
+    # Further support planes (shelf levels above the dominant one): only their own connected piece is removed
+    # (within plane_margin), not what is below it (the objects on the level underneath).
+    while plane is not None and p.plane_fit and len(more) < p.max_support_planes - 1:
+        extra = detect_support_plane(pts, T[:3, 3], p.voxel_size, p.plane_params(),
+                                     np.random.default_rng(p.seed + 1 + len(more)))
+        if extra.plane is None:
+            break
+        _, on = largest_connected_piece(pts, extra.plane, p.plane_margin, p.voxel_size, return_mask=True)
+        if not on.any():
+            break
+        more.append(extra.plane)
+        pts, ijk = pts[~on], ijk[~on]
+    counts['support_planes'] = (plane is not None) + len(more)
     counts['above_plane'] = pts.shape[0]
     t2 = t()
     timings['plane'] = t2 - t1
@@ -251,8 +306,8 @@ def detect_obstacles(points_camera, params, robot=None, camera_pose=None):
     obstacles = describe_clusters(pts, labels, p.min_cluster_points, p.min_cluster_extent, core=core)
     counts['obstacles'] = len(obstacles)
     timings['cluster'] = t() - t3
-    return Detection(obstacles=obstacles, plane=plane, plane_detection=found, points=pts, labels=labels,
-                     counts=counts, timings=timings)
+    return Detection(obstacles=obstacles, plane=plane, plane_detection=found, more_planes=more, points=pts,
+                     labels=labels, counts=counts, timings=timings)
 
 
 def warm_up():

@@ -12,9 +12,10 @@ the plausible hypothesis with the most inliers (within ``inlier_threshold``) is 
 its inliers, and accepted when, after refinement, it still passes both checks, has at least
 ``min_area / voxel_size**2`` inliers (voxel centroids: the count measures the plane's visible area) in one
 connected piece (cells of twice the voxel size, touching: a plane through the tops of separate objects is
-no support surface, and removing everything below it would remove the objects; checked when the inliers are
-fewer than PIECE_CHECK_FACTOR = 8 times the minimum, since separate tops of that total area are implausible) and they are not a thin strip (narrower
-than half the side of ``min_area``: a plane that grazes a larger, more tilted surface).
+no support surface, and removing everything below it would remove the objects; checked when the inliers
+are fewer than PIECE_CHECK_FACTOR = 8 times the minimum, since separate tops of that total area are
+implausible) and they are not a thin strip (narrower than half the side of ``min_area``: a plane that
+grazes a larger, more tilted surface).
 Otherwise :func:`detect_support_plane` says why in ``PlaneDetection.message`` and returns no plane: the
 caller removes nothing (no silent fallback to a fixed height).
 
@@ -161,18 +162,36 @@ _REASONS = {2: 'tilted more than plane_max_tilt_deg from horizontal',
 PIECE_CHECK_FACTOR = 8
 
 
-def largest_connected_piece(points, plane, thr, voxel_size):
+def largest_connected_piece(points, plane, thr, voxel_size, return_mask=False):
     """Number of inlier voxels (within ``thr`` of the plane) in the largest piece connected on a grid of twice
-    the voxel size (neighbouring cells, diagonals included: gaps of a voxel or so, stereo holes, are bridged)."""
+    the voxel size (neighbouring cells, diagonals included: gaps of a voxel or so, stereo holes, are bridged).
+    With ``return_mask``: (count, mask of ``points`` in that piece)."""
     from .voxel_grid import cluster_voxels, voxelize
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    inl = pts[np.abs(pts @ plane.normal + plane.offset) <= thr]
+    inl_mask = np.abs(pts @ plane.normal + plane.offset) <= thr
+    inl = pts[inl_mask]
+    empty = (0, np.zeros(len(pts), bool)) if return_mask else 0
     if inl.shape[0] == 0:
-        return 0
-    _, counts, cells, _ = voxelize(inl, 2.0 * voxel_size)  # occupied cells and their inliers (numba hash)
+        return empty
+    cell = 2.0 * voxel_size
+    _, counts, cells, _ = voxelize(inl, cell)  # occupied cells and their inliers (numba hash)
     labels, _ = cluster_voxels(cells, 1, 1)
     ok = labels >= 0
-    return int(np.bincount(labels[ok], weights=counts[ok]).max()) if np.any(ok) else 0
+    if not np.any(ok):
+        return empty
+    weights = np.bincount(labels[ok], weights=counts[ok])
+    best = int(np.argmax(weights))
+    if not return_mask:
+        return int(weights[best])
+    # The points of the best piece: their cell is one of the piece's cells.
+    def key(c):  # one int64 per cell (indices within +-2**20, as in voxel_grid)
+        c = c + (1 << 20)
+        return (c[:, 0] << 42) | (c[:, 1] << 21) | c[:, 2]
+
+    in_piece = np.isin(key(np.floor(inl / cell).astype(np.int64)), key(cells[labels == best]))
+    mask = np.zeros(len(pts), bool)
+    mask[np.flatnonzero(inl_mask)[in_piece]] = True
+    return int(weights[best]), mask
 
 
 def _checks(plane, cam, p, min_inliers, width=math.inf):

@@ -302,6 +302,20 @@ def robot_stand_in(model, q, radius=0.045):
     return np.array(chain), add
 
 
+def ur5_stand_in_description(tmp_path):
+    """Path of the bundled UR5's URDF without its <collision> elements: the robot whose self-filter is the
+    capsule fallback along the link chain, which is what robot_stand_in renders (cylinders between the link
+    origins), whatever collision geometry the bundled file has."""
+    import xml.etree.ElementTree as ET
+    root = ET.parse(REPO / 'manip_core/manip_core/robots/ur5.urdf').getroot()
+    for link in root.iter('link'):
+        for c in link.findall('collision'):
+            link.remove(c)
+    out = Path(tmp_path) / 'ur5_stand_in.urdf'
+    out.write_text(ET.tostring(root, encoding='unicode'))
+    return out
+
+
 def panda_in_pybullet(model, q, held_size, tmp_path):
     """extra_bodies callable for render_scene: the Panda from its URDF (package:// resolved to the
     example-robot-data folder) with its joints set by name, and a box held below the hand (pose from
@@ -387,4 +401,5 @@ def gt():
                            source_root=source_root, import_manip_core_model=import_manip_core_model,
                            robot_stand_in=robot_stand_in, ROBOT_Q=ROBOT_Q, quat_xyzw=quat_xyzw,
                            CAMERA_YAML=CAMERA_YAML, REPO=REPO, PKG_ROOT=PKG_ROOT, PANDA_URDF=PANDA_URDF,
-                           PANDA_Q=PANDA_Q, PANDA_HELD_SIZE=PANDA_HELD_SIZE)
+                           PANDA_Q=PANDA_Q, PANDA_HELD_SIZE=PANDA_HELD_SIZE,
+                           ur5_stand_in_description=ur5_stand_in_description)

@@ -189,8 +189,8 @@ def test_pose_errors_leave_the_obstacle_set_unchanged(scene, dz, pitch_deg, roll
 
 def test_self_filter_removes_the_robot(camera, gt, tmp_path):
     """A UR5 stand-in (cylinders of radius 4.5 cm along its link chain, posed by manip_core forward kinematics)
-    next to two objects: without the self-filter it shows up as obstacles; with it (the bundled UR5 has no
-    collision geometry: capsules of 8 cm along the chain, test_robot_body.py has the Panda's meshes) only the
+    next to two objects: without the self-filter it shows up as obstacles; with it (the UR5 without its
+    collision elements: capsules of 8 cm along the chain; test_robot_body.py has the Panda's meshes) only the
     objects remain."""
     from manip_perception.robot_body import RobotBody
     model = gt.import_manip_core_model().RobotModel.load('ur5')
@@ -203,7 +203,7 @@ def test_self_filter_removes_the_robot(camera, gt, tmp_path):
     near_robot = [d for d in without.obstacles
                   if min(np.linalg.norm(d.center - p) for p in chain) < 0.25]
     assert near_robot, 'the robot stand-in should be seen without the self-filter'
-    body = RobotBody.from_description(model, gt.REPO / 'manip_core/manip_core/robots/ur5.urdf', 0.08)
+    body = RobotBody.from_description(model, gt.ur5_stand_in_description(tmp_path), 0.08)
     assert body.source.startswith('capsules')
     det = detect_obstacles(pts, params, robot=body.at(np.array(gt.ROBOT_Q)))
     assert det.counts['self_filtered'] < det.counts['above_plane']
@@ -301,3 +301,94 @@ def test_unconfigured_defaults_find_the_objects(scene):
     centers = transform_points([d.center for d in det.obstacles], to_true)
     for o in scene.objects:
         assert np.min(np.linalg.norm(centers - o.expected_center(0.015), axis=1)) < 0.05, o.name
+
+
+def test_oriented_box_of_a_turned_box():
+    """Synthetic: the surface of a 0.30 x 0.10 x 0.2 m box turned 30 degrees about z. The oriented box has the
+    true extent and yaw (the axis-aligned one is larger); a quarter turn more gives the same box."""
+    from manip_perception.obstacles import oriented_box_xy
+    rng = np.random.default_rng(0)
+    local = rng.uniform(-0.5, 0.5, (4000, 3)) * [0.30, 0.10, 0.2]
+    axis = rng.integers(0, 2, 4000)  # put every point on a side face (x or y), like a camera would see it
+    local[np.arange(4000), axis] = np.sign(local[np.arange(4000), axis]) * [0.15, 0.05][0] * (axis == 0) + \
+        np.sign(local[np.arange(4000), axis]) * 0.05 * (axis == 1)
+    for turn in (math.radians(30), math.radians(30) + math.pi / 2):
+        c, s = math.cos(turn), math.sin(turn)
+        pts = local @ np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]).T + [0.5, 0.2, 0.1]
+        (obs,) = describe_clusters(pts, np.zeros(len(pts), int))
+        exp_size = [0.30, 0.10] if turn < math.pi / 4 else [0.10, 0.30]
+        np.testing.assert_allclose(obs.oriented_size, exp_size + [obs.size[2]], atol=0.005)
+        assert abs(obs.yaw - math.radians(30 if turn < math.pi / 4 else -60 + 90)) < 0.01 or \
+            abs(abs(obs.yaw) - math.radians(30)) < 0.01, obs.yaw
+        np.testing.assert_allclose(obs.oriented_center, [0.5, 0.2, obs.center[2]], atol=0.005)
+        assert np.all(obs.size[:2] > np.array(exp_size) - 1e-9)  # the axis-aligned box holds it
+    c_xy, yaw, ext = oriented_box_xy(np.array([[0, 0], [2, 0], [2, 1], [0, 1]], float))
+    np.testing.assert_allclose(c_xy, [1, 0.5], atol=1e-6)
+    assert abs(yaw) < 1e-6 and np.allclose(ext, [2, 1], atol=1e-6)
+
+
+def test_oriented_box_in_a_rendered_scene(camera, gt, tmp_path):
+    """A 0.24 x 0.08 x 0.12 m box turned 35 degrees about z, rendered and seen through the stereo chain: the
+    oriented box matches its true footprint within 4 cm (the stereo edges add 1-2 voxels per side, as for the
+    axis-aligned sizes above) and its yaw within 5 degrees."""
+    import pybullet as pb
+    yaw_true = math.radians(35)
+    half = [0.12, 0.04, 0.06]
+    centre = [0.45, 0.1, 0.06]
+
+    def add(cid, tex):
+        vis = pb.createVisualShape(pb.GEOM_BOX, halfExtents=half, physicsClientId=cid)
+        b = pb.createMultiBody(0, -1, vis, basePosition=centre, physicsClientId=cid,
+                               baseOrientation=[0, 0, math.sin(yaw_true / 2), math.cos(yaw_true / 2)])
+        pb.changeVisualShape(b, -1, textureUniqueId=tex, rgbaColor=[1, 1, 1, 1], physicsClientId=cid)
+
+    sc = gt.render_scene(camera, [], tmp_path, seed=6, extra_bodies=add)
+    det = detect_obstacles(camera_points(sc), params_for(camera))
+    assert len(det.obstacles) == 1, [d.center for d in det.obstacles]
+    o = det.obstacles[0]
+    np.testing.assert_allclose(o.oriented_size[:2], [0.24, 0.08], atol=0.04)
+    assert abs(o.yaw - yaw_true) < math.radians(5), math.degrees(o.yaw)
+    np.testing.assert_allclose(o.oriented_center[:2], centre[:2], atol=0.02)
+    assert o.size[0] > 0.24  # the axis-aligned box is larger
+
+
+def _surface(lo, hi, step=0.005):
+    """Points on the visible faces (top and the four sides) of an axis-aligned box."""
+    xs, ys, zs = (np.arange(a, b + 1e-9, step) for a, b in zip(lo, hi))
+    X, Y = np.meshgrid(xs, ys, indexing='ij')
+    top = np.column_stack([X.ravel(), Y.ravel(), np.full(X.size, hi[2])])
+    sides = []
+    for z in zs:
+        sides += [np.column_stack([xs, np.full(len(xs), y), np.full(len(xs), z)]) for y in (lo[1], hi[1])]
+        sides += [np.column_stack([np.full(len(ys), x), ys, np.full(len(ys), z)]) for x in (lo[0], hi[0])]
+    return np.vstack([top] + sides)
+
+
+def test_shelf_levels_with_more_support_planes():
+    """A floor (z = 0), a shelf board (0.8 x 0.4 m at z = 0.4, seen from above) and a box on each level.
+    With max_support_planes 2 the board is a support plane: both boxes are found and nothing else; with the
+    default 1 the board is reported as an obstacle. Only the board's own piece is removed, not what is
+    below it (the floor box under the board's edge keeps its full height)."""
+    floor = _surface((-0.2, -0.6, -0.01), (1.4, 0.8, 0.0))
+    board = _surface((0.3, 0.3, 0.38), (1.1, 0.7, 0.4))
+    box_floor = _surface((0.5, -0.3, 0.0), (0.62, -0.18, 0.2))
+    box_shelf = _surface((0.6, 0.45, 0.4), (0.7, 0.55, 0.5))
+    base_pts = np.vstack([floor, board, box_floor, box_shelf])
+    # Camera at (0.6, -0.9, 1.3) looking along +y, 45 degrees down (optical x = base x, y down, z forward).
+    pitch = math.radians(45)
+    T = np.eye(4)
+    T[:3, 3] = [0.6, -0.9, 1.3]
+    T[:3, :3] = np.column_stack([[1, 0, 0], [0, -math.sin(pitch), -math.cos(pitch)],
+                                 [0, math.cos(pitch), -math.sin(pitch)]])
+    cam_pts = (base_pts - T[:3, 3]) @ T[:3, :3]
+    params = ObstacleParams(voxel_min_points=1)
+    one = detect_obstacles(cam_pts, params, camera_pose=T)
+    assert one.counts['support_planes'] == 1 and abs(one.plane.height_at(0.5, 0.0)) < 0.005
+    assert any(d.size[0] > 0.6 for d in one.obstacles), [(d.center, d.size) for d in one.obstacles]  # the board
+    two = detect_obstacles(cam_pts, ObstacleParams(voxel_min_points=1, max_support_planes=2), camera_pose=T)
+    assert two.counts['support_planes'] == 2 and abs(two.more_planes[0].height_at(0.7, 0.5) - 0.4) < 0.005
+    assert len(two.obstacles) == 2, [(d.center, d.size) for d in two.obstacles]
+    by_height = sorted(two.obstacles, key=lambda d: d.center[2])
+    np.testing.assert_allclose(by_height[0].center, [0.56, -0.24, 0.1075], atol=0.015)
+    np.testing.assert_allclose(by_height[1].center, [0.65, 0.5, 0.4575], atol=0.015)
+    assert by_height[0].size[2] > 0.17  # not cut by the board's plane

@@ -8,8 +8,6 @@ the objects' points must stay; through the whole stereo chain the robot, the hel
 must not be reported and the other objects must be, at their true positions. Without the filter the robot
 is reported (the test can fail).
 """
-from pathlib import Path
-
 import cv2
 import numpy as np
 import pytest
@@ -80,12 +78,10 @@ def test_panda_spheres_follow_pinocchio(panda, gt):
             k += len(S)
 
 
-def test_description_without_collision_geometry_gets_capsules():
+def test_description_without_collision_geometry_gets_capsules(gt, tmp_path):
     from manip_core import RobotModel
     model = RobotModel.load('ur5')
-    body = RobotBody.from_description(model, (Path(model.source) if Path(str(model.source)).is_file() else
-                                              Path(__file__).parents[2] / 'manip_core/manip_core/robots/ur5.urdf'),
-                                      fallback_radius_m=0.06)
+    body = RobotBody.from_description(model, gt.ur5_stand_in_description(tmp_path), fallback_radius_m=0.06)
     assert body.source.startswith('capsules of radius 0.060 m') and 'no <collision>' in body.source
     q = np.array([0.3, -1.2, 1.4, -0.5, 0.8, 0.0])
     posed = body.at(q)
@@ -196,7 +192,8 @@ def test_known_objects_held_and_to_pick():
     msg.header.stamp.sec = 7
     known = KnownObjects()
     known.set(msg, 'base_link')
-    assert known.describe() == f'cube (held, in base_link), target (to pick, in base_link), tool (held, in {model.tip_link})'
+    assert known.describe() == ('cube (held, in base_link), target (to pick, in base_link), '
+                                f'tool (held, in {model.tip_link})')
     asked = []
 
     def frame_pose(frame, q):
