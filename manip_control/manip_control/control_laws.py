@@ -193,6 +193,8 @@ class _Law:
                 raise InputError(f"{what} must be {n} numbers, got {type(x).__name__}: {e}") from None
             if a.shape != (n,):
                 raise InputError(f"{what}: expected {n} values, got {a.shape[0]}")
+            if not np.isfinite(a).all():
+                raise InputError(f"{what} holds NaN or inf: {a.tolist()}")
             out.append(a)
         return out
 

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from manip_core.errors import InputError
+
 from . import regressor as R
 from .control_laws import Param, _gain, _Law, check_nonnegative, check_positive, clip_efforts
 from .gain_design import sliding_mode_rate
@@ -177,6 +179,9 @@ class SlidingMode(_Law):
         phi = np.maximum(self.phi, h * np.diag(Minv) * k)
         # coupling: the layer's gain D = diag(k / phi) must keep h lambda_max(M^-1 D) <= 1
         d = np.sqrt(k / phi)
+        if not (np.isfinite(d).all() and np.isfinite(Minv).all()):  # finite input so large that the bounds overflow
+            raise InputError(f"robust law: the model-error bounds overflow (|q_d - q| {np.max(np.abs(e)):.3g} rad, "
+                             f"|qd| {np.max(np.abs(qd)):.3g} rad/s)")
         rho = h * float(np.linalg.eigvalsh(d[:, None] * Minv * d[None, :])[-1])
         if rho > 1.0:
             phi = phi * rho

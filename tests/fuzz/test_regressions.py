@@ -86,3 +86,26 @@ def test_model_server_refuses_overflowing_dynamics():
             node.destroy_node()
     finally:
         rclpy.shutdown()
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_control_law_non_finite_input_is_input_error(ur5, bad):
+    """robust: LinAlgError('Eigenvalues did not converge') leaked on a NaN target; every law now refuses it."""
+    from manip_control.laws import make_law
+    z = np.zeros(6)
+    for name in ("pd", "computed_torque", "robust", "adaptive"):
+        with pytest.raises(InputError, match="q_d holds NaN or inf"):
+            make_law(name, ur5)(z, z, np.full(6, bad), z, z)
+
+
+def test_robust_law_overflow_is_input_error(ur5):
+    """robust: a finite but huge target (1e300 rad) overflowed the error bounds into eigvalsh's LinAlgError."""
+    from manip_control.laws import make_law
+    z = np.zeros(6)
+    law = make_law("robust", ur5)
+    try:
+        out = law(z, z, np.full(6, 1e300), z, z)
+    except InputError as e:
+        assert "overflow" in str(e)
+    else:
+        assert np.all(np.isfinite(out.tau)) and np.all(np.abs(out.tau) <= ur5.effort_limits)
