@@ -264,6 +264,25 @@ def run(args):
         # the controller publishes its state once it has the robot model and joint_states (it rejects goals before)
         spin_until(lambda: len(rec.t_state) > 0, args.timeout, "the controller (controller_state)")
         log("controller has the robot model and joint_states")
+        # the planner compiles its numba kernels on its first plan: tens of seconds on a loaded machine, more than
+        # pick_place's plan_timeout; a small first plan (wait: --timeout) keeps that out of the task
+        from manip_msgs.srv import PlanTrajectory
+        planner = node.create_client(PlanTrajectory, "plan_trajectory")
+        spin_until(planner.service_is_ready, args.timeout, "the planner (plan_trajectory)")
+        spin_until(lambda: bool(rec.joints) and all(n in rec.joints[-1] for n in rec.joint_names), args.timeout,
+                   "joint_states of every joint")
+        arm = RobotModel.load(scene.robot.urdf, base_link=scene.robot.base_link, tip_link=scene.robot.tip_link)
+        q_now = np.array([float(rec.joints[-1][n]) for n in arm.joint_names])
+        mid = np.where(np.isfinite(arm.joint_lower + arm.joint_upper), 0.5 * (arm.joint_lower + arm.joint_upper), 0.0)
+        q_goal = q_now + 0.02 * np.sign(mid - q_now)     # a small move towards the middle of the limits
+        first = PlanTrajectory.Request(start_positions=q_now.tolist(), goal_type=PlanTrajectory.Request.GOAL_JOINTS,
+                                       goal_positions=q_goal.tolist(), profile=PlanTrajectory.Request.PROFILE_QUINTIC,
+                                       avoid_obstacles=True)
+        t_plan = time.monotonic()
+        answer = planner.call_async(first)
+        spin_until(answer.done, args.timeout, "the planner's first plan (its kernels compile on first use)")
+        log(f"planner answered a first plan in {time.monotonic() - t_plan:.1f} s "
+            f"({'ok' if answer.result().success else answer.result().message})")
         spin_until(lambda: len(perceived) > 0, args.timeout, "perceived obstacles (obstacles topic)")
         log(f"perception sees {len(perceived)} obstacle(s)")
         if args.record:
