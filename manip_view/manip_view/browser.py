@@ -98,9 +98,10 @@ class Browser:
                 return msg.get("result", {})
             self._event(msg)
 
-    def evaluate(self, expression):
+    def evaluate(self, expression, timeout_s=30.0):
         """The JSON value of a JavaScript expression in the page (awaits promises)."""
-        r = self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        r = self.send("Runtime.evaluate", timeout_s=timeout_s, expression=expression, returnByValue=True,
+                      awaitPromise=True)
         if "exceptionDetails" in r:
             raise BrowserError(f"{expression[:60]}...: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")

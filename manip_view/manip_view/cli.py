@@ -16,12 +16,16 @@ from manip_core.errors import InputError, ModelError
 from .app import is_loopback
 
 # Bad inputs that end with one line and exit 2 (ValueError: robot_path's "unknown robot").
-USER_ERRORS = (ModelError, InputError, ValueError, OSError)
+USER_ERRORS = (ModelError, InputError, ValueError, OSError)  # manip_core.bag.BagError is a ValueError
 
 
 def build_parser():
     p = argparse.ArgumentParser(prog="manip-view", description=__doc__.split("\n\n")[0])
-    p.add_argument("robot", help="bundled name (ur5, ypp3, planar2r, arm3) or a .urdf / .kinematic.json path")
+    p.add_argument("robot", nargs="?", default=None,
+                   help="bundled name (ur5, ypp3, planar2r, arm3) or a .urdf / .kinematic.json path (with --bag: "
+                        "default the bag's robot_description)")
+    p.add_argument("--bag", default=None, help="play a recorded run (rosbag2 folder: joint_states, planned_path, "
+                                                "obstacles, stereo/points2, stereo/left/image_rect) with a time slider")
     p.add_argument("--base-link", default=None, help="chain base (default: the root link)")
     p.add_argument("--tip-link", default=None, help="chain tip (default: the leaf with the most moving joints)")
     p.add_argument("--host", default="127.0.0.1",
@@ -37,7 +41,23 @@ def main(argv=None):
     try:
         from .scene import RobotScene, load_robot
 
-        robot, urdf = load_robot(args.robot, args.base_link, args.tip_link)
+        run = None
+        if args.bag is not None:
+            from .replay import load_run
+
+            run = load_run(args.bag)
+        if args.robot is None and run is not None and run.description:
+            from manip_core import RobotModel
+
+            text = run.description
+            robot = RobotModel.from_urdf(text, args.base_link, args.tip_link) if text.lstrip().startswith("<") \
+                else RobotModel.from_kinematic_json(text, args.tip_link)
+            urdf = text if text.lstrip().startswith("<") else None
+        elif args.robot is None:
+            raise InputError("give ROBOT (a bundled name or a description path)"
+                             + (": the bag has no robot_description" if run is not None else ""))
+        else:
+            robot, urdf = load_robot(args.robot, args.base_link, args.tip_link)
         scene = RobotScene(robot, urdf)
         for which in ("visual", "collision"):
             scene.shapes(which)  # parse now: a malformed geometry element is an input error, not a crash later
@@ -63,11 +83,19 @@ def main(argv=None):
     panels = Panels(viewer, solve_ik=lambda T, q: solve_ik_offline(robot, T, q))
     print(f"manip-view: {robot.name} ({robot.dof} joints, {robot.base_link} -> {robot.tip_link}) at {viewer.url}",
           flush=True)
+    player = None
+    if run is not None:
+        from .replay_controls import ReplayControls
+
+        player = ReplayControls(viewer, panels, run)
+        print(f"manip-view: {args.bag}: {run.duration_s:.1f} s, {len(run.t_joints)} joint states", flush=True)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     while not done.wait(0.5):
         pass
+    if player is not None:
+        player.close()
     panels.close()
     viewer.stop()
     return 0

@@ -90,6 +90,7 @@ class Panels:
         self._ik_handles, self._ghost_handles, self._obstacle_handles = [], [], []
         self._plan_line = self._marker_line = self._cloud = None
         self.cloud_count = 0
+        self.cloud_md = None
         reach = self.scene.reach_m()
         self._line_m = max(0.004, 0.012 * reach)
 
@@ -267,12 +268,16 @@ class Panels:
                 h.position = tuple(float(v) for v in c)
                 h.dimensions = tuple(max(float(v), 1e-4) for v in size)
 
-    def show_cloud(self, points_m, colors=None):
-        """Points (N, 3) in the base frame (already decimated), colours (N, 3) uint8 or None (grey)."""
+    def show_cloud(self, points_m, colors=None, received=None):
+        """Points (N, 3) in the base frame (already decimated), colours (N, 3) uint8 or None (grey); ``received``:
+        how many the message held (the panel's cloud line, which changes with every cloud drawn)."""
         pts = np.asarray(points_m, dtype=np.float32).reshape(-1, 3)
         cols = (np.full((len(pts), 3), 160, np.uint8) if colors is None
                 else np.asarray(colors, dtype=np.uint8).reshape(-1, 3))
-        self.cloud_count = len(pts)
+        self.cloud_count += 1
+        if self.cloud_md is None:
+            with self._plots:
+                self.cloud_md = self.server.gui.add_markdown("")
         size = max(0.002, 0.004 * self.scene.reach_m())
         if self._cloud is None or len(self._cloud.points) != len(pts):
             if self._cloud is not None:
@@ -282,6 +287,8 @@ class Panels:
         else:
             with self.server.atomic():
                 self._cloud.points, self._cloud.colors = pts, cols
+        self.cloud_md.content = (f"point cloud #{self.cloud_count}: {len(pts)} points drawn"
+                                 + (f" of {received}" if received is not None else ""))
 
     def show_image(self, rgb):
         """The left camera image (H, W, 3) uint8 in the panel (JPEG)."""

@@ -242,7 +242,7 @@ class Viewer(Node):
             return
         n = len(pts)
         pts, cols = decimate(pts, cols, self.max_cloud_points)
-        self.panels.show_cloud(transform_points(T, pts), cols)
+        self.panels.show_cloud(transform_points(T, pts), cols, received=n)
         if self.stats["clouds_drawn"] == 0:
             self.get_logger().info(f"first point cloud: {n} points in '{msg.header.frame_id}', {len(pts)} drawn")
         self.stats["clouds_drawn"] += 1

@@ -103,7 +103,7 @@ def test_page_draws_the_arm_where_fk_projects_and_a_slider_moves_it(chromium, tm
             b.wait_for("document.body.innerText.includes('condition number')", 30, "the readout")
             # Close the "software WebGL" notice so that it covers nothing.
             b.evaluate("document.querySelectorAll('.mantine-Notification-closeButton').forEach(e => e.click()) || 1")
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 180
             while True:  # the first frames of the software renderer can take a while on a loaded machine
                 png = b.screenshot_png()
                 im, mask = robot_mask(png)

@@ -185,7 +185,7 @@ def test_live_page_shows_obstacles_cloud_image_ik_branches_and_the_plan(chromium
             b.evaluate("document.querySelectorAll('.mantine-Notification-closeButton').forEach(e => e.click()) || 1")
             b.wait_for("Array.from(document.querySelectorAll('img')).some(i => i.naturalWidth == 64)", 30,
                        "the left image (64 x 48)")
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 180
             while True:
                 png = b.screenshot_png()
                 obs_m, cloud_m = colour_mask(png, OBSTACLE_RGB, 60), colour_mask(png, cloud_rgb, 60)
