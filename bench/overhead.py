@@ -17,9 +17,12 @@ variants alternating block by block (so that all see the same load):
 - Pinocchio: the same op through its Python bindings (results in its Data, as manip's out= call).
 
 and derives: checks + wrapper = (call, out=) - (entry point + kernel); allocation = call - (call, out=);
-entry point = (entry point + kernel) - kernel; dispatch saved = (dispatcher + kernel) - (entry point + kernel). Times are CPU time of the benchmark's thread (time.thread_time: a thread
-that other jobs deschedule does not count the wait; caches and a shared core still slow it), median and
-minimum over blocks, each block the mean of a loop over 50 states, ns.
+entry point = (entry point + kernel) - kernel; dispatch saved = (dispatcher + kernel) - (entry point + kernel).
+Times are CPU time of the benchmark's thread (time.thread_time: a thread that other jobs deschedule does not
+count the wait; caches and a shared core still slow it), median and minimum over blocks, each block the mean
+of a loop over 50 states, ns. Then two Python threads: the wall-clock speed-up over one thread doing the same
+calls, with a RobotData per thread (the kernels release the GIL) and on the model's own workspace (they hold
+it); only meaningful when two cores are free.
 Writes bench/results/overhead-YYYYMMDD-HHMM[-quick].md/.json and overhead-latest.md (full runs).
 """
 from __future__ import annotations
@@ -174,6 +177,42 @@ def time_op(fns, loop, n_states, blocks):
     return {k: {"median_ns": 1e9 * float(np.median(x)), "min_ns": 1e9 * float(x.min())} for k, x in per.items()}
 
 
+def thread_scaling(robot, Q, V, A, reps):
+    """Wall-clock speed-up of 2 Python threads over 1 for the same calls: each thread with its own RobotData
+    (kernels without the GIL) and, for contrast, both on the model's own workspace (kernels hold the GIL).
+    Returns {op: {"own data": x, "model's workspace": x}} (median of 5 rounds)."""
+    import threading
+    ops = {"RNEA derivatives": lambda q, v, a, d: robot.rnea_derivatives(q, v, a, data=d),
+           "forward dynamics": lambda q, v, a, d: robot.forward_dynamics(q, v, a, data=d),
+           "FK": lambda q, v, a, d: robot.fk(q, data=d)}
+    out = {}
+    for name, fn in ops.items():
+        def work(d, n):
+            for _ in range(n):
+                for k in range(Q.shape[0]):
+                    fn(Q[k], V[k], A[k], d)
+
+        res = {}
+        for label, own in (("own data", True), ("model's workspace", False)):
+            ratios = []
+            for _ in range(5):
+                d1 = robot.create_data() if own else None
+                t0 = time.perf_counter()
+                work(d1, 2 * reps)
+                t1 = time.perf_counter() - t0
+                ths = [threading.Thread(target=work, args=(robot.create_data() if own else None, reps))
+                       for _ in range(2)]
+                t0 = time.perf_counter()
+                for th in ths:
+                    th.start()
+                for th in ths:
+                    th.join()
+                ratios.append(t1 / (time.perf_counter() - t0))
+            res[label] = float(np.median(ratios))
+        out[name] = res
+    return out
+
+
 COLS = ["call", "call, out= data=", "entry point + kernel", "dispatcher + kernel", "no-op dispatcher", "kernel",
         "Pinocchio"]
 
@@ -208,6 +247,13 @@ def render(res):
             saved = d["dispatcher + kernel"] - d["entry point + kernel"]
             L.append(f"| {rname} | {label} | {checks:.0f} | {alloc:.0f} | {entry:.0f} | "
                      f"{d['kernel']:.0f} | {d['call']:.0f} | {saved:.0f} |")
+    L += ["", "## Two Python threads (wall-clock speed-up over one thread doing the same calls)", "",
+          "| robot | op | each thread its own RobotData (kernels release the GIL) | both on the model's workspace "
+          "(kernels hold the GIL) |", "|---|---|---:|---:|"]
+    for rname, sc in res.get("threads", {}).items():
+        for op, d in sc.items():
+            shared = d["model's workspace"]
+            L.append(f"| {rname} | {op} | {d['own data']:.2f}x | {shared:.2f}x |")
     L += ["", "Columns: *call* `robot.op(...)`; *call, out= data=* with caller-owned output and RobotData; "
           "*entry point + kernel* the kernel's compiled entry point (manip_core._entry, no type dispatch) called "
           "from Python with ready arrays; *dispatcher + kernel* the numba dispatcher with ready arrays; "
@@ -243,6 +289,8 @@ def main(argv=None):
         for op, label in OPS:
             log(f"{name}: {label}")
             res["robots"][name][op] = time_op(fns[op], loops[op], Q.shape[0], blocks)
+        log(f"{name}: two threads")
+        res.setdefault("threads", {})[name] = thread_scaling(robot, Q, V, A, 10 if args.quick else 40)
     res["loadavg_end"] = list(os.getloadavg())
     table = render(res)
     print(table)
