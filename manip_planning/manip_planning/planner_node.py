@@ -46,6 +46,9 @@ from .planning import (INVALID_INPUT, NOT_READY, PATH_CARTESIAN, PATH_JOINT, UNK
 Req = PlanTrajectory.Request
 PROFILES = {Req.PROFILE_CUBIC: "cubic", Req.PROFILE_QUINTIC: "quintic"}
 PATHS = {Req.PATH_JOINT: PATH_JOINT, Req.PATH_CARTESIAN: PATH_CARTESIAN}
+# An ObstacleArray with more obstacles is refused (the previous obstacles are kept): every plan checks every
+# obstacle, and 20,000 of them made one plan take minutes (issue 12 fuzzing). Perception sends tens.
+MAX_OBSTACLES = 1000
 
 
 def duration_msg(seconds):
@@ -158,6 +161,10 @@ class PlannerNode(Node):
                 self._obstacle_frames_warned.add(frame)
                 self.get_logger().warning(f"obstacles in frame '{frame}' ignored: expected the base frame "
                                           f"'{self.planner.model.base_link}' (no tf here)")
+            return
+        if len(msg.obstacles) > MAX_OBSTACLES:
+            self.get_logger().warning(f"obstacles message with {len(msg.obstacles)} obstacles refused: more than "
+                                      f"{MAX_OBSTACLES}; keeping the previous {len(self._obstacles)}")
             return
         obs = obstacles_from_msg(msg)
         with self._lock:
