@@ -1,8 +1,9 @@
 """bench/control.py: every control law on the simulated UR5 over the same trajectory under four conditions.
 
-Plant: manip_control.simulate (RobotModel.forward_dynamics, semi-implicit Euler at 1 kHz, effort held over
-each 4 ms control period), in this process: NOT PyBullet, sim_bridge and the controller node (see
-bench/README.md). Conditions:
+Plant (default): manip_control.simulate (RobotModel.forward_dynamics, semi-implicit Euler at 1 kHz, effort
+held over each 4 ms control period), in this process. ``--pybullet``: PyBullet through manip_sim's sim_bridge
+and the real controller node over DDS (run_pybullet); ``--ros``: the controller node against ros_rig's
+forward-dynamics plant (see bench/README.md). Conditions:
 
 - exact: the plant is the controller's model;
 - payload: an unknown 1.5 kg point mass at the tool (tool0 origin);
@@ -18,9 +19,11 @@ errors from t = 1 s. Laws with their defaults at 250 Hz (manip_control.laws); co
 without the integral term, computed_torque_i has ki = wn^3 with kp = 3 wn^2, kd = 3 wn (wn = 10 rad/s);
 "osc (position task)" tracks the tool position only while its null-space posture task follows q_d.
 
-    .venv/bin/python bench/control.py [--quick] [--no-save]
+    .venv/bin/python bench/control.py [--quick] [--no-save] [--pybullet [--laws ...] [--conditions ...]]
 
-Writes bench/results/control-<time>.md/.json (+ control-latest.md) and control-<time>.png.
+Writes bench/results/control-<time>.md/.json (+ control-latest.md) and control-<time>.png (control-pybullet-*
+with --pybullet: conditions exact, payload, inertia+20% (no joint friction: PyBullet's joints have none here),
+noise, noise+kalman).
 """
 from __future__ import annotations
 
@@ -259,6 +262,149 @@ def run_ros(model, law_name, condition, duration):
             "saturated_s": float(SAT.sum() / 250.0), "ticks": int(len(states)), "wall_s": time.perf_counter() - t0}
 
 
+PYBULLET_CONDITIONS = ["exact", "payload", "inertia+20%", "noise", "noise+kalman"]
+
+
+def _sim_urdf(model, condition, out_dir):
+    """The URDF PyBullet simulates for ``condition`` (the controller keeps the nominal model): payload: a
+    1.5 kg point mass (1e-4 kg*m^2) at the tip link's origin; inertia+20%: every link's mass and inertia
+    times 1.2. Else the nominal file."""
+    import xml.etree.ElementTree as ET
+    if condition not in ("payload", "inertia+20%"):
+        return Path(model.source)
+    tree = ET.parse(model.source)
+    root = tree.getroot()
+    for link in root.iter("link"):
+        inertial = link.find("inertial")
+        if condition == "inertia+20%" and inertial is not None:
+            m = inertial.find("mass")
+            m.set("value", repr(1.2 * float(m.get("value"))))
+            i = inertial.find("inertia")
+            for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
+                if i is not None and i.get(k) is not None:
+                    i.set(k, repr(1.2 * float(i.get(k))))
+        if condition == "payload" and link.get("name") == model.tip_link:
+            if inertial is not None:
+                link.remove(inertial)
+            inertial = ET.SubElement(link, "inertial")
+            ET.SubElement(inertial, "origin", xyz="0 0 0", rpy="0 0 0")
+            ET.SubElement(inertial, "mass", value=repr(PAYLOAD_KG))
+            ET.SubElement(inertial, "inertia", ixx="1e-4", ixy="0", ixz="0", iyy="1e-4", iyz="0", izz="1e-4")
+    path = Path(out_dir) / f"robot-{condition.replace('+', '_').replace('%', '')}.urdf"
+    tree.write(path)
+    return path
+
+
+def run_pybullet(model, law_name, condition, duration, seed=0):
+    """The trajectory on PyBullet through manip_sim's sim_bridge (lockstep with the controller at 250 Hz, as
+    in the simulated pick-and-place) and the real controller node, both in subprocesses. The simulator's URDF
+    carries the payload or the heavier links (the controller keeps the nominal model). Noise: a relay in this
+    process republishes joint_states with N(0, (1e-3 rad)^2) on every position and velocities by differencing
+    those positions (an encoder-only driver); the controller subscribes to the relay, and with
+    "noise+kalman" filters it (state_estimator kalman). Errors: the controller's desired positions against the
+    simulator's own joint_states at the same stamps; velocity estimate error: the controller's actual
+    velocities against the simulator's."""
+    import importlib.util
+    import tempfile
+    import threading
+    import yaml
+    spec = importlib.util.spec_from_file_location("ros_rig", ROOT / "manip_control" / "test" / "ros_rig.py")
+    rig_mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rig_mod)
+    import manip_sim
+    from manip_msgs.action import ExecuteTrajectory
+    from manip_msgs.msg import ControllerState
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    rng = np.random.default_rng(seed)
+    noisy = condition.startswith("noise")
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        urdf = _sim_urdf(model, condition, tmp)
+        scene = {"name": "control_bench", "robot": {
+            "urdf": str(urdf), "base_link": model.base_link, "tip_link": model.tip_link,
+            "initial_positions": dict(zip(model.joint_names, map(float, reference(0.0)[0])))}}
+        scene_path = Path(tmp) / "scene.yaml"
+        scene_path.write_text(yaml.safe_dump(scene))
+        sim = [sys.executable, "-m", "manip_sim.sim_bridge_node", "--ros-args",
+               "-p", f"scene_file:={scene_path}", "-p", "camera_rate_hz:=0.0", "-p", "objects_rate_hz:=0.0",
+               "-p", "lockstep_max_age:=0.008", "-p", "lockstep_max_wait:=0.05", "-p", "clock_rate_hz:=250.0",
+               "-p", "use_sim_time:=false"]
+        ctrl = [sys.executable, "-m", "manip_control.controller_node", "--ros-args",
+                "-p", f"urdf_path:={model.source}", "-p", f"base_link:={model.base_link}",
+                "-p", f"tip_link:={model.tip_link}", "-p", "use_sim_time:=true", "-p", "state_timeout:=0.25",
+                "-p", f"control_law:={law_name}"]
+        if law_name == "adaptive" and noisy:
+            ctrl += ["-p", f"adaptive.dead_zone:={ADAPTIVE_DEAD_ZONE}"]
+        if condition == "noise+kalman":
+            ctrl += ["-p", "state_estimator:=kalman", "-p", f"kalman.measurement_noise:={NOISE_RAD}",
+                     "-p", f"kalman.process_noise:={KALMAN_PSD}"]
+        if noisy:
+            ctrl += ["-r", "joint_states:=joint_states_noisy"]
+        with rig_mod.running_nodes([sim, ctrl], Path(tmp), extra_packages=(manip_sim,)) as (obs, procs):
+            if noisy:
+                pub = obs.create_publisher(JointState, "joint_states_noisy", 10)
+                lock = threading.Lock()
+                last = {}
+
+                def relay(m):
+                    t = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+                    with lock:
+                        z = np.asarray(m.position) + rng.normal(0.0, NOISE_RAD, len(m.position))
+                        if "t" in last and t > last["t"]:
+                            m.velocity = ((z - last["z"]) / (t - last["t"])).tolist()
+                        last["t"], last["z"] = t, z
+                    m.position = z.tolist()
+                    pub.publish(m)
+                obs.create_subscription(JointState, "joint_states", relay, 10)
+
+            def alive():
+                for i, pr in enumerate(procs):
+                    assert pr.poll() is None, (Path(tmp) / f"{i}.log").read_text()[-3000:]
+                return True
+            rig_mod.wait_for(lambda: alive() and obs.client.wait_for_server(timeout_sec=0.2), 90.0, "action server")
+            rig_mod.wait_for(lambda: alive() and (st := obs.latest()) is not None
+                             and st.mode == ControllerState.MODE_HOLD, 60.0, "controller_state")
+            goal = ExecuteTrajectory.Goal()
+            goal.trajectory.joint_names = list(model.joint_names)
+            for t in np.arange(0.05, duration + 1e-9, 0.05):
+                q, qd, qdd = reference(t)
+                goal.trajectory.points.append(JointTrajectoryPoint(
+                    positions=q.tolist(), velocities=qd.tolist(), accelerations=qdd.tolist(),
+                    time_from_start=rig_mod.dur(t)))
+            goal.goal_time_tolerance = rig_mod.dur(2.0)
+            mark = obs.mark()
+            with obs.lock:
+                js_mark = len(obs.joint_states)
+            status, result, _ = rig_mod.send_goal(obs, goal, timeout=120.0 + 30.0 * duration)
+            states = [st for st in obs.states_since(mark) if st.mode == ControllerState.MODE_TRACKING]
+            with obs.lock:
+                joints = list(obs.joint_states[js_mark:])
+    stamp = lambda m: m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec  # noqa: E731
+    ts = np.array([stamp(st) for st in states])
+    keep = ts >= ts[0] + 1.0
+    # the simulator's positions and velocities at the controller's ticks (joint_states at the same stamps)
+    order = [list(joints[0].name).index(n) for n in model.joint_names]
+    tj = np.array([stamp(m) for m in joints])
+    QJ = np.array([np.asarray(m.position)[order] for m in joints])
+    VJ = np.array([np.asarray(m.velocity)[order] for m in joints])
+    idx = np.clip(np.searchsorted(tj, ts), 0, len(tj) - 1)
+    QD = np.array([st.desired_positions for st in states])
+    VA = np.array([st.actual_velocities for st in states])
+    E = (QD - QJ[idx])[keep]
+    EV = (VA - VJ[idx])[keep]
+    TAU = np.abs(np.array([st.efforts for st in states]))
+    SAT = np.array([st.saturated for st in states])
+    tool = np.array([np.linalg.norm(model.fk(a)[:3, 3] - model.fk(b)[:3, 3]) for a, b in zip(QD[keep][::5],
+                                                                                              QJ[idx][keep][::5])])
+    return {"law": law_name, "condition": condition, "path": "pybullet", "result": result.error_string or "ok",
+            "rms_joint_rad": float(np.sqrt(np.mean(E ** 2))), "max_joint_rad": float(np.max(np.abs(E))),
+            "rms_tool_m": float(np.sqrt(np.mean(tool ** 2))), "max_tool_m": float(np.max(tool)),
+            "rms_velocity_estimate_rad_s": float(np.sqrt(np.mean(EV ** 2))), "peak_effort_nm": float(TAU.max()),
+            "saturated_s": float(SAT.sum() / RATE), "ticks": int(len(states)),
+            "error_trace": np.sqrt(np.mean(E ** 2, axis=1))[::5].tolist(), "wall_s": time.perf_counter() - t0}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="3 s trajectories instead of 8 s")
@@ -266,9 +412,44 @@ def main(argv=None):
     p.add_argument("--laws", nargs="+", default=None, choices=LAWS)
     p.add_argument("--ros", action="store_true", help="through the real controller node over DDS (exact and "
                    "payload conditions; default laws pd, computed_torque, robust, adaptive, osc)")
+    p.add_argument("--pybullet", action="store_true", help="on PyBullet through manip_sim's sim_bridge and the "
+                   "real controller node (conditions exact, payload, inertia+20%%, noise, noise+kalman; no joint "
+                   "friction: the simulator has none)")
+    p.add_argument("--conditions", nargs="+", default=None, help="--pybullet: a subset of the conditions")
     a = p.parse_args(argv)
     duration = 3.0 if a.quick else 8.0
     model = RobotModel.load("ur5")
+    if a.pybullet:
+        laws = a.laws or ["pd", "pid", "computed_torque", "robust", "adaptive", "osc"]
+        conds = a.conditions or list(PYBULLET_CONDITIONS)
+        results = []
+        for cond in conds:
+            for law in laws:
+                try:
+                    r = run_pybullet(model, law, cond, duration)
+                except (AssertionError, TimeoutError, RuntimeError, IndexError, ValueError) as e:
+                    log(f"pybullet {cond:>12} {law:>16}: failed: {str(e)[-300:]}")
+                    continue
+                results.append(r)
+                log(f"pybullet {cond:>12} {law:>16}: RMS {r['rms_joint_rad']:.2e} rad, tool {r['rms_tool_m']:.2e} m, "
+                    f"velocity error {r['rms_velocity_estimate_rad_s']:.3f} rad/s, {r['ticks']} ticks, "
+                    f"{r['wall_s']:.0f} s wall ({r['result']})")
+        CONDITIONS[:], LAWS[:] = conds, laws
+        text = table(results, model, duration).replace(
+            "In-process plant (manip_control.simulate, 1 kHz), control at",
+            "PyBullet (manip_sim sim_bridge, 500 Hz physics, lockstep) and the real controller node over DDS, "
+            "control at").replace("Not PyBullet/sim_bridge/controller node.",
+                                  "Errors against the simulator's joint_states; payload and heavier links in the "
+                                  "simulated URDF only; noise added by a relay between the two.")
+        print(text)
+        if not a.no_save:
+            from results_io import RESULTS, save_results
+            when = datetime.datetime.now()
+            written = save_results("control-pybullet", text, results, a.quick, when)
+            png = RESULTS / f"control-pybullet-{when:%Y%m%d-%H%M}{'-quick' if a.quick else ''}.png"
+            plot(results, png, duration)
+            log("wrote " + ", ".join(written + ["bench/results/" + png.name]))
+        return 0
     if a.ros:
         laws = a.laws or ["pd", "computed_torque", "robust", "adaptive", "osc"]
         results = []
