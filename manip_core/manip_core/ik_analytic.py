@@ -643,9 +643,12 @@ class AnalyticIK:
         return pose_error(A, T)
 
     def _fk_ok(self, q, T):
-        """FK(q) reaches T within FK_TOL (m and rad)."""
-        dp, dr = self._pose_errors(q, T)
-        return dp < FK_TOL and dr < FK_TOL
+        """FK(q) reaches T within FK_TOL (m and rad): the numba check of _ik_closed_kernel (the same maths as
+        _pose_errors, ~100x faster than the NumPy product of exponentials)."""
+        from . import _ik_closed_kernel as C
+        _, _, S, M, _, _, _ = self.packed()
+        return bool(C._fk_ok(S, M, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(T, dtype=float),
+                             self.position_only))
 
     def _polish(self, q, T, iterations=5):
         """Newton steps J dq = error on the true screws while the FK error is above 1e-13 (a no-op for exact
