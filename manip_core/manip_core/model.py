@@ -66,6 +66,7 @@ class RobotModel:
         self.tip_link = tip_link or tree.longest_chain_tip(self.base_link)
         joints = c.dof_joints
         self.dof = len(joints)
+        self._qshape = (self.dof,)
         self.joint_names = [j.name for j in joints]
         self.joint_types = [j.type for j in joints]
         self.joint_lower = np.array([j.lower for j in joints])
@@ -214,6 +215,12 @@ class RobotModel:
 
         out: optional (4, 4) float64 array to fill and return; data: a RobotData from create_data() (the
         model's own scratch when None). Every single-call method below takes the same two keywords."""
+        if link is None and out is None and data is None and q.__class__ is np.ndarray and q.dtype is _F64 \
+                and q.shape == self._qshape and q.flags.carray:
+            out = np.empty((4, 4))   # the common call, _vec's checks inline
+            if E.fk(self._mf, self._mi, self._ws, q, out):
+                self._status(1, "fk")
+            return out
         q = self._vec(q, self.dof, "q")
         out = np.empty((4, 4)) if out is None else self._out(out, (4, 4))
         if link is None:
@@ -240,6 +247,12 @@ class RobotModel:
 
     def jacobian_space(self, q, *, out=None, data=None):
         """Space Jacobian (6, dof): the tip's spatial twist [omega; v] in the base frame is J_s qd."""
+        if out is None and data is None and q.__class__ is np.ndarray and q.dtype is _F64 \
+                and q.shape == self._qshape and q.flags.carray:
+            out = np.empty((6, self.dof))   # the common call, _vec's checks inline
+            if E.jacobian_space(self._mf, self._mi, self._ws, q, out):
+                self._status(1, "jacobian_space")
+            return out
         q = self._vec(q, self.dof, "q")
         out = np.empty((6, self.dof)) if out is None else self._out(out, (6, self.dof))
         if E.jacobian_space(self._mf, self._mi, self._ws, q, out) if data is None else \
@@ -375,6 +388,12 @@ class RobotModel:
         """Joint-space mass matrix M(q) (dof, dof), symmetric positive definite; composite rigid bodies."""
         if not self._has_inertia:
             self._need_inertia()
+        if out is None and data is None and q.__class__ is np.ndarray and q.dtype is _F64 \
+                and q.shape == self._qshape and q.flags.carray:
+            out = np.empty((self.dof, self.dof))   # the common call, _vec's checks inline
+            if E.mass_matrix(self._mf, self._mi, self._ws, q, out):
+                self._status(1, "mass_matrix")
+            return out
         q = self._vec(q, self.dof, "q")
         out = np.empty((self.dof, self.dof)) if out is None else self._out(out, (self.dof, self.dof))
         if E.mass_matrix(self._mf, self._mi, self._ws, q, out) if data is None else \
