@@ -3,8 +3,9 @@
 The split follows Pinocchio's Model / Data: a RobotModel's arrays (joints, inertias, limits) never change after
 construction; everything a kernel writes while it computes lives in a RobotData. A RobotModel holds one for
 the calls that pass no ``data=``; ``robot.create_data()`` gives a caller (a thread, an MPC solver, a worker of
-a pool) its own. The single-call kernels hold the GIL, so the model's own workspace is never used by two threads
-at once either; a separate RobotData keeps a caller's scratch apart from everyone else's all the same.
+a pool) its own. Called without data=, the single-call kernels hold the GIL, so the model's own workspace is never
+used by two threads at once; called with data=, they release it (manip_core._entry's *_nogil entry points), so
+threads that each own a RobotData compute at the same time. Never share one RobotData between threads.
 
 With ``out=`` arrays and a RobotData, a steady-state call allocates nothing (checked with tracemalloc in
 manip_core/test/test_robot_data.py).
