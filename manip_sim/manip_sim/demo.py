@@ -195,7 +195,10 @@ def run(args):
                   [f"scene:={scene_path}", f"camera:={camera_path}", f"robot:={scene.robot.urdf}",
                    f"base_link:={scene.robot.base_link}", f"tip_link:={scene.robot.tip_link}"] +
                   (["gui:=true"] if args.gui else []) +
-                  [f"control_law:={args.control_law}", f"state_estimator:={args.state_estimator}"])
+                  [f"control_law:={args.control_law}", f"state_estimator:={args.state_estimator}"] +
+                  (["view:=true", f"view_port:={args.view_port}"] if args.view else []))
+    if args.view:  # manip_view's viewer node serves the page while the graph runs
+        log(f"viewer: http://127.0.0.1:{args.view_port} (the arm, plans, obstacles, cloud and camera, live)")
     rclpy.init()
     node = rclpy.create_node("pick_place_demo", parameter_overrides=[Parameter("use_sim_time", value=True)])
     rec = Recording()
@@ -394,6 +397,8 @@ def main(argv=None):
     p.add_argument("--gui", action="store_true", help="open the PyBullet GUI (needs a display)")
     p.add_argument("--record", action="store_true",
                    help="record the run with manip-bag into OUTPUT/bag (topics: RECORD_TOPICS)")
+    p.add_argument("--view", action="store_true", help="serve the browser viewer (manip_view) while the task runs")
+    p.add_argument("--view-port", type=int, default=8080, help="TCP port of the viewer's page (default: 8080)")
     p.add_argument("--control-law", default="computed_torque",
                    choices=("pd", "pid", "computed_torque", "robust", "adaptive", "osc"),
                    help="control law of the controller (default: %(default)s)")
