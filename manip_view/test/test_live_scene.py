@@ -2,9 +2,11 @@
 Chromium: obstacles, the point cloud (moved into the base frame with /tf_static) and the left image are drawn where
 they are; dragging the goal gizmo with the mouse lists the IK branches that compute_ik returns (each one checked with
 Pinocchio's FK against the goal shown); the Plan button draws the planner's path (its tool path on the pixels where
-Pinocchio's FK of the returned trajectory projects).
+Pinocchio's FK of the returned trajectory projects). MANIP_VIEW_WRITE_DOCS=1 also writes that page to
+docs/manip_view_live.png.
 
-The robot is a parameter of the test (the bundled UR5 and the yaw-pitch-pitch ypp3): nothing assumes one arm.
+The robot is a parameter of the test (here the UR5; sizes and positions scale with its reach): the viewer takes
+everything from the robot model (test_overlays.py covers ypp3, planar2r and a URDF without a closed-form IK).
 """
 import io
 import os
@@ -14,6 +16,7 @@ import sys
 import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -251,6 +254,8 @@ def test_live_page_shows_obstacles_cloud_image_ik_branches_and_the_plan(chromium
             time.sleep(1.0)
             png = b.screenshot_png()
             (tmp_path / "plan.png").write_bytes(png)
+            if os.environ.get("MANIP_VIEW_WRITE_DOCS") == "1":
+                (Path(__file__).resolve().parents[2] / "docs" / "manip_view_live.png").write_bytes(png)
             plan_m = colour_mask(png, PLAN_RGB, 50)
             # The heuristics planner's first method is the straight joint-space line when it is clear (the box is
             # far): the tool path is Pinocchio's FK along q0 + s (q_goal - q0).
