@@ -271,10 +271,9 @@ def main(argv=None):
     from manip_core import RobotModel
     from manip_perception.robot_body import RobotBody
     model = RobotModel.load('ur5')
-    # The bags' arm is a stand-in (cylinders between the UR5's link origins): its self-filter is the capsule
-    # fallback along the chain (the UR5 without its collision elements; the node's self_filter_radius)
-    conftest = _load('perception_test_conftest_ur5', TEST_DIR / 'conftest.py')
-    body = RobotBody.from_description(model, conftest.ur5_stand_in_description(Path(tempfile.mkdtemp())), 0.08)
+    # The bags show the bundled UR5 as its URDF draws it (its collision shapes; a stand-in along the chain when
+    # it has none, matching the capsule fallback): the self-filter from the same file, as the node does
+    body = RobotBody.from_description(model, ROOT / 'manip_core/manip_core/robots/ur5.urdf', 0.08)
     for b in bags:
         rb = b['rb']
         for matcher, tex, scale in (('bm', 0.0, 1.0), ('bm', 3.0, 1.0), ('sgbm', 0.0, 1.0), ('sgbm', 1.5, 1.0),

@@ -7,7 +7,7 @@ tf2_msgs is installed ``/tf_static`` and ``/tf`` (the camera pose: base_frame ->
 frame_id, tf_buffer.TransformBuffer; the pose parameters only when tf has no such transform).
 Publishes (reliable, depth 10): ``stereo/disparity`` (DisparityImage), ``stereo/points2`` (PointCloud2, left
 optical frame), ``obstacles`` (manip_msgs/ObstacleArray in ``base_frame``, stamp of the images),
-``obstacle_markers`` (MarkerArray: DELETEALL, then one CUBE per obstacle).
+``obstacle_markers`` (MarkerArray: DELETEALL, then one CUBE per obstacle: its oriented box, alpha from the confidence).
 
 Self-filter (parameter ``self_filter``, on by default; robot_body): the robot model comes from manip_core's
 RobotModelSource (``urdf_path`` / ``robot_description`` parameters, else the ``robot_description`` topic) and
@@ -112,6 +112,9 @@ PARAMETERS = {
     'table_height': (0.0, 'optional prior: base z of the support plane (m), used only with plane_search_band > 0 '
                           '(or as the fixed plane with plane_fit false)'),
     'plane_search_band': (0.0, 'with > 0: RANSAC looks for the plane within table_height +- this (m); 0: anywhere'),
+    'max_support_planes': (1, 'support planes removed per frame: the dominant one (with what is below it), then up to '
+                              'this many minus one further levels (shelves, seen from above: only their own '
+                              'connected surface is removed)'),
     'ransac_iterations': (100, 'RANSAC hypotheses per frame'),
     'cluster_radius_voxels': (1, 'Euclidean clustering: voxels within this many cells (Chebyshev) are neighbours'),
     'cluster_min_neighbors': (6, 'Euclidean clustering: occupied voxels (itself included) in the neighbourhood '
@@ -138,7 +141,8 @@ PARAMETERS = {
 
 OBSTACLE_PARAM_NAMES = ('camera_position', 'camera_orientation_xyzw', 'workspace_min', 'workspace_max',
                         'voxel_size', 'voxel_min_points', 'table_height', 'plane_margin', 'plane_fit',
-                        'plane_search_band', 'plane_max_tilt_deg', 'plane_inlier_threshold', 'plane_min_area',
+                        'plane_search_band', 'max_support_planes', 'plane_max_tilt_deg', 'plane_inlier_threshold',
+                        'plane_min_area',
                         'plane_min_camera_height', 'plane_max_camera_height', 'ransac_iterations',
                         'cluster_radius_voxels', 'cluster_min_neighbors', 'min_cluster_points',
                         'min_cluster_extent', 'self_filter_padding', 'object_margin')
@@ -230,6 +234,7 @@ class StereoObstaclesNode(Node):
         self._tracker = self._new_tracker(self.config)
         self._pose_source = None  # 'tf' or 'parameters', logged when it changes
         self._plane_status = None
+        self._more_planes_logged = 0
         self._tf = TransformBuffer()
         self._pairer = StereoPairer(self.config.values['max_pairing_delay'],
                                     self.config.values['pairing_buffer_size'])
@@ -267,7 +272,8 @@ class StereoObstaclesNode(Node):
         rng = (f"{v['num_disparities']} disparities from {v['min_disparity']}" if v['num_disparities'] else
                f"disparities for depths {v['min_depth']}-{v['max_depth']} m")
         self.get_logger().info(
-            f"stereo_obstacles ready: {self.config.sgbm.matcher.upper()} {rng}, block {self.config.sgbm.block_size}; obstacles in "
+            f"stereo_obstacles ready: {self.config.sgbm.matcher.upper()} {rng}, block {self.config.sgbm.block_size}; "
+            f"obstacles in "
             f"'{v['base_frame']}'; camera pose from {self._tf_source}"
             + (", self-filter on (robot from " + ("the model parameters" if self._robot.model is not None else
                                                   "the robot_description topic") + ")"
@@ -327,7 +333,8 @@ class StereoObstaclesNode(Node):
         if self._matcher is None or self._matcher.params != params:
             self._matcher = DisparityMatcher(params)
             self.get_logger().info(
-                f"{params.matcher.upper()} disparities {params.min_disparity}..{params.min_disparity + params.num_disparities - 1} px "
+                f"{params.matcher.upper()} disparities {params.min_disparity}.."
+                f"{params.min_disparity + params.num_disparities - 1} px "
                 f"(fx {geometry.fx:.1f} px, baseline {geometry.baseline:.4f} m: depths "
                 f"{geometry.fx * geometry.baseline / max(params.min_disparity + params.num_disparities - 1, 1e-9):.2f}"
                 f" m and beyond" + (f" up to {geometry.fx * geometry.baseline / params.min_disparity:.2f} m"
@@ -568,6 +575,9 @@ class StereoObstaclesNode(Node):
                                          plane_max_tilt_deg=self.config.values['plane_max_tilt_deg_without_pose'])
         det = detect_obstacles(points, params, self._posed_body(header.stamp) if self._robot else None, T_cam)
         self._log_plane(det.plane_detection)
+        if det.more_planes and len(det.more_planes) != self._more_planes_logged:
+            self.get_logger().info("further support planes: " + "; ".join(pl.describe() for pl in det.more_planes))
+        self._more_planes_logged = len(det.more_planes)
         obstacles = self._tracker.update(det.obstacles)
         t4 = time.perf_counter()
 
@@ -620,6 +630,10 @@ class StereoObstaclesNode(Node):
             m.size.x, m.size.y, m.size.z = (float(s) for s in o.size)
             m.radius = float(o.radius)
             m.num_points = int(o.num_points)
+            m.confidence = float(o.confidence)
+            m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(c) for c in o.oriented_center)
+            m.pose.orientation.z, m.pose.orientation.w = math.sin(o.yaw / 2), math.cos(o.yaw / 2)
+            m.oriented_size.x, m.oriented_size.y, m.oriented_size.z = (float(v) for v in o.oriented_size)
             out.obstacles.append(m)
             mk = Marker()
             mk.header = out.header
@@ -627,11 +641,10 @@ class StereoObstaclesNode(Node):
             mk.id = i
             mk.type = Marker.CUBE
             mk.action = Marker.ADD
-            mk.pose.position = m.center
-            mk.pose.orientation.w = 1.0
-            mk.scale.x, mk.scale.y, mk.scale.z = (max(float(s), 0.005) for s in o.size)
+            mk.pose = m.pose  # the oriented box
+            mk.scale.x, mk.scale.y, mk.scale.z = (max(float(s), 0.005) for s in o.oriented_size)
             mk.color.r, mk.color.g, mk.color.b = 1.0, 0.45, 0.0
-            mk.color.a = 0.2 + 0.6 * float(o.confidence)  # ObstacleArray has no confidence field: shown here
+            mk.color.a = 0.2 + 0.6 * float(o.confidence)
             markers.markers.append(mk)
         self._pub_obstacles.publish(out)
         self._pub_markers.publish(markers)

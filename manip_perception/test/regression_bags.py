@@ -90,6 +90,12 @@ def _arm_bodies(pb, client, model, q, tex, radius=0.045):
     return ids
 
 
+def ur5_is_drawn():
+    """True when the bundled UR5's URDF has visual or collision shapes (the renderer draws the arm)."""
+    text = (REPO / 'manip_core' / 'manip_core' / 'robots' / 'ur5.urdf').read_text()
+    return '<visual' in text or '<collision' in text
+
+
 def gain(k, n):
     return 0.75 + 0.45 * (0.5 - 0.5 * math.cos(2 * math.pi * k / max(n - 1, 1)))
 
@@ -129,11 +135,13 @@ def render(frames=5):
     pb = mirror._pb
     index = {pb.getJointInfo(mirror.robot, i, physicsClientId=mirror.client)[1].decode(): i
              for i in range(pb.getNumJoints(mirror.robot, physicsClientId=mirror.client))}
-    # The bundled UR5 has no visual meshes: the arm is drawn as textured cylinders (radius 4.5 cm) along its
-    # link chain, posed by manip_core forward kinematics at the recorded joint values.
+    # The simulator draws the bundled UR5 from its URDF (PyBullet shows the collision shapes of a link without
+    # visual ones). A UR5 file without either is invisible: then the arm is drawn as textured cylinders
+    # (radius 4.5 cm) along its link chain, posed by manip_core forward kinematics at the recorded joints.
     from manip_core import RobotModel
     from manip_sim.world import write_png
     model = RobotModel.load('ur5')
+    stand_in = not ur5_is_drawn()
     tex_path = Path(mirror._tmp.name) / 'arm.png'
     write_png(tex_path, (np.random.default_rng(9).random((64, 64, 1)) * 160 + 60).repeat(3, 2).astype(np.uint8))
     tex = pb.loadTexture(str(tex_path), physicsClientId=mirror.client)
@@ -144,7 +152,7 @@ def render(frames=5):
         for k in range(frames):
             qv = joint_values(k, frames)
             mirror.apply({'joints': [(index[n], v) for n, v in zip(JOINTS, qv)]})
-            arm = _arm_bodies(pb, mirror.client, model, qv, tex)
+            arm = _arm_bodies(pb, mirror.client, model, qv, tex) if stand_in else []
             imgs = []
             for c, rel_gain in ((cam, 1.0), (right_cam, 1.04)):
                 _, _, rgba, _, _ = pb.getCameraImage(c.width, c.height, c.view_matrix(mirror.world_T_base), proj,

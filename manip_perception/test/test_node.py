@@ -2,6 +2,7 @@
 fed the rendered pair (directly, and replayed from a rosbag2 mcap file written with rosbags), checked
 against the scene's ground truth; bad inputs are rejected without stopping it; SIGINT/SIGTERM end it cleanly.
 """
+import math
 import os
 import pickle
 import random
@@ -249,9 +250,21 @@ def test_obstacles_over_dds(ros, scene, record_property):
     assert len(cubes) == len(found['obstacles'].obstacles)
     for mk, ob in zip(cubes, found['obstacles'].obstacles):
         assert mk.type == Marker.CUBE and mk.header.frame_id == 'base_link'
-        assert (mk.pose.position.x, mk.pose.position.y, mk.pose.position.z) == (ob.center.x, ob.center.y,
-                                                                                 ob.center.z)
-        assert mk.scale.x == pytest.approx(max(ob.size.x, 0.005))
+        assert mk.pose == ob.pose  # the oriented box
+        assert mk.scale.x == pytest.approx(max(ob.oriented_size.x, 0.005))
+        assert 0.5 < ob.confidence <= 1.0  # dense clusters, temporal filter off
+        # The rendered boxes stand square to the base axes: their oriented box is nearly the axis-aligned one
+        # (yaw within 5 degrees of 0 or 90, sizes within 2 cm, its centre inside the axis-aligned box). The
+        # cylinder's footprint has no preferred yaw.
+        c = np.array([ob.center.x, ob.center.y, ob.center.z])
+        if min(scene.objects, key=lambda o: np.linalg.norm(o.expected_center(PLANE_MARGIN) - c)).kind != 'box':
+            continue
+        yaw = 2 * math.atan2(ob.pose.orientation.z, ob.pose.orientation.w)
+        assert abs(yaw) < math.radians(5) or abs(abs(yaw) - math.pi / 2) < math.radians(5), yaw
+        assert ob.oriented_size.z == pytest.approx(ob.size.z)
+        assert sorted([ob.oriented_size.x, ob.oriented_size.y]) == pytest.approx(sorted([ob.size.x, ob.size.y]),
+                                                                                  abs=0.02)
+        assert abs(ob.pose.position.x - ob.center.x) <= ob.size.x / 2
 
     disp = found['disparity']
     cam = scene.camera
@@ -451,7 +464,7 @@ def test_self_filter_in_the_node(gt, ros, camera, tmp_path):
     h, first, env, _ = ros
     assert first.poll() is not None
     model = gt.import_manip_core_model().RobotModel.load('ur5')
-    urdf = gt.REPO / 'manip_core' / 'manip_core' / 'robots' / 'ur5.urdf'
+    urdf = gt.ur5_stand_in_description(tmp_path)  # capsules along the chain, like the rendered stand-in
     env = dict(env, PYTHONPATH=os.pathsep.join([gt.source_root('manip_core'), env['PYTHONPATH']]))
     proc = _start_node(gt, env, tmp_path / 'self_filter.log', '-p', 'self_filter:=true',
                        '-p', f'urdf_path:={urdf}', '--log-level', 'stereo_obstacles:=debug')
@@ -553,7 +566,7 @@ def test_regression_bags_replayed_into_the_node(gt, ros, regression_bags, tmp_pa
     h, first, env, _ = ros
     assert first.poll() is not None
     rb, bags = regression_bags
-    urdf = gt.REPO / 'manip_core' / 'manip_core' / 'robots' / 'ur5.urdf'
+    urdf = gt.REPO / 'manip_core' / 'manip_core' / 'robots' / 'ur5.urdf'  # what the bags show (regression_bags)
     env = dict(env, PYTHONPATH=os.pathsep.join([gt.source_root('manip_core'), env['PYTHONPATH']]))
     try:  # with tf2_msgs the camera pose comes from the bag's /tf_static, the pose parameters are wrong
         import tf2_msgs.msg  # noqa: F401
@@ -681,6 +694,10 @@ def test_parameters_declared_described_and_validated():
         assert not node.set_parameters([Parameter('self_filter', value=False)])[0].successful  # start-up only
         assert not node.set_parameters([Parameter('self_filter_padding', value=-0.01)])[0].successful
         assert not node.set_parameters([Parameter('self_filter_radius', value=0.0)])[0].successful
+        assert not node.set_parameters([Parameter('max_support_planes', value=0)])[0].successful
+        assert not node.set_parameters([Parameter('stereo_matcher', value='census')])[0].successful
+        assert node.set_parameters([Parameter('stereo_matcher', value='sgbm')])[0].successful
+        assert node.config.sgbm.matcher == 'sgbm' and node.config.sgbm.block_size == 5  # block 0: its default
         assert node.config.values['self_filter'] is True  # on by default: the robot from robot_description
         assert node.config.values['num_disparities'] == 0  # derived from the depth range
         assert node.config.values['texture_threshold'] == 0.0  # off for real cameras
