@@ -298,15 +298,15 @@ def _sim_urdf(model, condition, out_dir):
 def run_pybullet(model, law_name, condition, duration, seed=0):
     """The trajectory on PyBullet through manip_sim's sim_bridge (lockstep with the controller at 250 Hz, as
     in the simulated pick-and-place) and the real controller node, both in subprocesses. The simulator's URDF
-    carries the payload or the heavier links (the controller keeps the nominal model). Noise: a relay in this
-    process republishes joint_states with N(0, (1e-3 rad)^2) on every position and velocities by differencing
-    those positions (an encoder-only driver); the controller subscribes to the relay, and with
+    carries the payload or the heavier links (the controller keeps the nominal model). Noise: bench/noise_relay.py
+    (a process of its own) republishes joint_states with N(0, (1e-3 rad)^2) on every position and velocities by
+    differencing those positions (an encoder-only driver); the controller subscribes to the relay, and with
     "noise+kalman" filters it (state_estimator kalman). Errors: the controller's desired positions against the
     simulator's own joint_states at the same stamps; velocity estimate error: the controller's actual
     velocities against the simulator's."""
     import importlib.util
     import tempfile
-    import threading
+
     import yaml
     spec = importlib.util.spec_from_file_location("ros_rig", ROOT / "manip_control" / "test" / "ros_rig.py")
     rig_mod = importlib.util.module_from_spec(spec)
@@ -314,9 +314,7 @@ def run_pybullet(model, law_name, condition, duration, seed=0):
     import manip_sim
     from manip_msgs.action import ExecuteTrajectory
     from manip_msgs.msg import ControllerState
-    from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectoryPoint
-    rng = np.random.default_rng(seed)
     noisy = condition.startswith("noise")
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -341,22 +339,10 @@ def run_pybullet(model, law_name, condition, duration, seed=0):
                      "-p", f"kalman.process_noise:={KALMAN_PSD}"]
         if noisy:
             ctrl += ["-r", "joint_states:=joint_states_noisy"]
-        with rig_mod.running_nodes([sim, ctrl], Path(tmp), extra_packages=(manip_sim,)) as (obs, procs):
-            if noisy:
-                pub = obs.create_publisher(JointState, "joint_states_noisy", 10)
-                lock = threading.Lock()
-                last = {}
-
-                def relay(m):
-                    t = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
-                    with lock:
-                        z = np.asarray(m.position) + rng.normal(0.0, NOISE_RAD, len(m.position))
-                        if "t" in last and t > last["t"]:
-                            m.velocity = ((z - last["z"]) / (t - last["t"])).tolist()
-                        last["t"], last["z"] = t, z
-                    m.position = z.tolist()
-                    pub.publish(m)
-                obs.create_subscription(JointState, "joint_states", relay, 10)
+        nodes = [sim, ctrl]
+        if noisy:  # bench/noise_relay.py: its own process (joint_states -> joint_states_noisy)
+            nodes.append([sys.executable, str(ROOT / "bench" / "noise_relay.py"), repr(NOISE_RAD), str(seed)])
+        with rig_mod.running_nodes(nodes, Path(tmp), extra_packages=(manip_sim,)) as (obs, procs):
 
             def alive():
                 for i, pr in enumerate(procs):
