@@ -81,6 +81,8 @@ def bench_example(name, n, rng, fraction):
         m.fk(a)
     fk_s = (time.perf_counter() - t) / len(acts)
     rot = WITH_ORIENTATION[name]
+    for method in ("lm", "ccd"):  # warm: the first IK call loads the solver kernels (JIT / numba cache)
+        m.ik(poses[0][:3, 3], _rpy(poses[0][:3, :3]) if rot else None, method=method, restarts=0)
     out = {"example": name, "setup_ms": 1e3 * float(np.median(setup)), "fk_ms": 1e3 * fk_s,
            "targets": len(acts), "samples_drawn": tries, "dof": len(m.actuated), "joint_values": m.nv}
     for method, count in (("lm", len(poses)), ("ccd", min(len(poses), 100 if len(poses) >= 1000 else 30))):

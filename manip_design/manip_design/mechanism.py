@@ -200,7 +200,11 @@ class Mechanism:
     # ------------------------------------------------------------------------------------- IK
     def ik(self, xyz, rpy=None, seed=None, method="lm", tol_position_m=1e-6, tol_rotation_rad=1e-6,
            restarts=10, max_iter=None):
-        """Actuator values that put the end effector at xyz (m) [and orientation rpy (rad), R = Rz Ry Rx]."""
+        """Actuator values that put the end effector at xyz (m) [and orientation rpy (rad), R = Rz Ry Rx].
+
+        LM (or CCD) on closure + target from the seed (default: the home assembly), then up to ``restarts``
+        restarts from random seeds (:meth:`_restart_seed`); an attempt whose solver residual (m or rad)
+        stays above the tolerances restarts at once, otherwise success is decided by :meth:`_check`."""
         xyz = np.asarray(xyz, dtype=float).reshape(-1)
         if xyz.shape != (3,) or not np.all(np.isfinite(xyz)):
             raise DesignError("the target position must be 3 finite numbers (x, y, z in m)", self.source)
@@ -222,18 +226,32 @@ class Mechanism:
         total, used = 0, 0
         res = None
         for attempt in range(restarts + 1):
-            if attempt:  # restart from an assembled configuration at random actuator values
+            if attempt:
                 used += 1
-                fk = self.fk(self._random(self.actuated))
-                q = fk.q if fk.success else self.q_home.copy()
-            _err, it = self._solve(q, self.all_vars, Tt, wt, nrows, 1e-12, max_iter, method)
+                q = self._restart_seed(attempt)
+            err, it = self._solve(q, self.all_vars, Tt, wt, nrows, 1e-12, max_iter, method)
             total += it
+            if err > max(tol_position_m, tol_rotation_rad) and attempt < restarts:
+                continue  # the solver stalled (local minimum, often pressed against a limit): restart
             res = self._check(q, Tt, rpy is not None, tol_position_m, tol_rotation_rad)
             if res[0]:
                 break
         ok, pe, re_, msg, T = res
         return IKResult({n: float(q[i]) for n, i in zip(self.actuated_names, self.actuated)}, q, ok, pe, re_,
                         total, used, method, msg, T)
+
+    def _restart_seed(self, attempt):
+        """Seed of IK restart ``attempt`` (>= 1): every variable random within its limits (passive joints
+        too, so the restart can land on any assembly / working-mode branch: a five-bar elbow whose sign must
+        flip is not reached from seeds that keep the home branch), on odd attempts first assembled (closure
+        solved for the passive joints), on even attempts left unassembled for the joint LM to close."""
+        q = self.q_home.copy()
+        q[self.actuated] = self._random(self.actuated)
+        if len(self.passive):
+            q[self.passive] = self._random(self.passive)
+            if attempt % 2 and len(self.welds):
+                self._solve(q, self.passive, self._eye, self._no_target, self.n_closure, 1e-11, 200)
+        return q
 
     def _check(self, q, Tt, with_rot, tol_p, tol_r):
         """Honest success: FK of q's actuator values from the home assembly must reach the target."""

@@ -69,6 +69,31 @@ def test_five_bar_fk_and_ik_match_the_closed_form():
         # (LM may land on another working mode of an arm: both candidates above are exact IK solutions)
 
 
+def test_five_bar_ik_flips_an_elbow_when_only_the_other_working_mode_is_within_the_limits():
+    # shoulders (-0.0239, 0.7739) (sample 772 of bench/design.py): the left arm's two elbow solutions at the
+    # tip are 2.4306 rad (beyond its 2.0 rad limit) and -0.0239 rad (elbow bent the other way from the home
+    # assembly); restarts that kept the home branch all converged onto the limit (the 0.1 % failure)
+    _s, m = load("dual_scara")
+    lo, hi = m.lo[m.actuated], m.hi[m.actuated]
+    rng = np.random.default_rng(2)
+    ts = [np.array([-0.02391678551036258, 0.7739282108991095])] + list(
+        rng.uniform(lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo), (25, 2)))
+    for t in ts:
+        fk = m.fk(t)  # the target on the home assembly branch, as the honest check defines it
+        assert fk.success
+        P = fk.pose[:2, 3]
+        ik = m.ik(fk.pose[:3, 3])
+        assert ik.success and ik.position_error_m < 1e-8, (t, ik.message)
+        for i, name in enumerate(m.actuated_names):
+            cands = [c for c in five_bar_ik(P, i) if lo[i] - 1e-9 <= c <= hi[i] + 1e-9]
+            assert min(abs(ik.actuated[name] - c) for c in cands) < 1e-7, (t, name, ik.actuated, cands)
+    P = m.fk(ts[0]).pose[:2, 3]
+    np.testing.assert_allclose(P, [-0.42030948, 0.12329489], atol=1e-8)
+    out = [c for c in five_bar_ik(P, 0) if not lo[0] <= c <= hi[0]]
+    assert len(out) == 1 and abs(out[0] - 2.430623681) < 1e-6  # the oracle: one left solution out of range
+    assert abs(m.ik([P[0], P[1], 0.0]).actuated["left.shoulder"] - ts[0][0]) < 1e-7
+
+
 def test_ik_reports_an_unreachable_target_honestly():
     _s, m = load("dual_scara")
     ik = m.ik([0.0, 1.0, 0.0])  # beyond l1 + l2 from both shoulders
