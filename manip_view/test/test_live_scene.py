@@ -274,3 +274,112 @@ def test_live_page_shows_obstacles_cloud_image_ik_branches_and_the_plan(chromium
     assert [p.returncode for p in procs] == [0, 0, 0], [o[-1500:] for o in outs]
     assert "plan: " in outs[0], outs[0][-2000:]
     assert "first point cloud: 19881 points in 'cam', 4971 drawn" in outs[0]  # every 4th: ceil(19881 / 5000)
+
+
+def click_button(b, text):
+    b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes("
+               f"'{text}')).click() || 1")
+
+
+@pytest.mark.slow
+def test_plan_then_execute_after_the_confirmation_drives_the_controller(chromium, tmp_path):
+    """Page -> viewer -> planner -> controller: Show the gizmo, drag it, Plan, Execute, confirm in the page's
+    dialog: the controller (manip_control, real process) follows the plan (MODE_TRACKING, its desired positions end
+    at the IK branch planned to) and the page reports the action's outcome."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    from manip_msgs.msg import ControllerState
+
+    robot = "ur5"
+    urdf = str(robot_path(robot))
+    scene = RobotScene(*load_robot(robot))
+    names, q0 = scene.robot.joint_names, np.array(Q0[robot])
+    port = free_port()
+    env = dict(os.environ, ROS_DOMAIN_ID=str(np.random.randint(100, 201)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    procs = [subprocess.Popen([sys.executable, "-m", m, "--ros-args", "-p", f"urdf_path:={urdf}", *extra], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for m, extra in (("manip_view.viewer_node", ["-p", f"port:={port}"]),
+                              ("manip_core.model_server_node", []),
+                              ("manip_planning.planner_node", ["-p", "path_planner:=heuristics"]),
+                              ("manip_control.controller_node", ["-p", "state_timeout:=1.0"]))]
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=int(env["ROS_DOMAIN_ID"]))
+    node = rclpy.create_node("viewer_execute_test", context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    states = []
+    node.create_subscription(ControllerState, "joint_trajectory_controller/controller_state", states.append, 50)
+    pub = node.create_publisher(JointState, "joint_states", 10)
+
+    def publish():
+        js = JointState(name=list(names), position=q0.tolist(), velocity=[0.0] * len(names))
+        js.header.stamp = node.get_clock().now().to_msg()
+        pub.publish(js)
+
+    node.create_timer(0.01, publish)
+    threading.Thread(target=executor.spin, daemon=True).start()
+    url = f"http://127.0.0.1:{port}"
+    camera = scene.default_camera()
+    proj = lambda pts: project(np.atleast_2d(pts), *camera, W, H)  # noqa: E731
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=2)
+                if states:
+                    break
+            except OSError:
+                pass
+            assert all(p.poll() is None for p in procs) and time.monotonic() < deadline, "a node is down"
+            time.sleep(0.3)
+        with Browser(chromium, W, H) as b:
+            b.open(url)
+            t0 = pin_tip(robot, q0)
+            b.wait_for(f"document.body.innerText.includes('x {t0.translation[0]:+.4f}')", 120, "the arm at q0")
+            b.evaluate("document.querySelectorAll('.mantine-Notification-closeButton').forEach(e => e.click()) || 1")
+            click_button(b, "Show the goal gizmo")
+            b.wait_for("document.body.innerText.includes('IK: ')", 60, "the IK branches of the tool pose")
+            scale, z_tool = 0.35 * max(scene.reach_m(), 0.1), t0.rotation[:, 2]
+            drag(b, proj(t0.translation + 0.35 * scale * z_tool)[0],
+                 proj(t0.translation + (0.35 * scale + 0.15) * z_tool)[0])
+            text = b.wait_for("(() => { const t = document.body.innerText; const m = t.match(/goal m: x (\\S+)/);"
+                              f" return m && Math.abs(parseFloat(m[1]) - ({t0.translation[0]})) > 0.005 && "
+                              "t.includes('compute_ik') && t; })()", 60, "the goal to move")
+            while True:  # the IK of the drag's last pose (the page shows intermediate ones while it drags)
+                time.sleep(2.0)
+                now = b.evaluate("document.body.innerText")
+                if now == text:
+                    break
+                text = now
+            branch = np.array([float(v) for v in re.search(r"0: \[([^\]]+)\]", text).group(1).split(",")])
+            click_button(b, "Plan to the branch")
+            b.wait_for("/Plan\\*?\\*?: \\d+ points/.test(document.body.innerText)", 120, "the plan")
+            n = len(states)
+            click_button(b, "Execute the plan")
+            b.wait_for("document.body.innerText.includes('Yes, execute')", 30, "the confirmation dialog")
+            assert not any(s.mode == ControllerState.MODE_TRACKING for s in states[n:])  # nothing before the yes
+            click_button(b, "Yes, execute")
+            # Nothing moves the arm here (no simulator): the controller ends the goal with its tolerance error,
+            # and the page says so.
+            b.wait_for("/Execute\\*?\\*?: (done|error)/.test(document.body.innerText)", 120, "the outcome")
+            tracking = [np.array(s.desired_positions) for s in states[n:] if s.mode == ControllerState.MODE_TRACKING]
+            assert tracking, "the controller never followed the plan"
+            # Its set points run along the planned joint-space line from where the arm is towards the branch (on a
+            # loaded machine its ticks are tens of ms apart: the last one seen may be short of the end).
+            d = branch - q0
+            s_ = np.array([(x - q0) @ d / (d @ d) for x in tracking])
+            assert s_[0] < 0.05 and s_[-1] > 0.5 and np.all(np.diff(s_) >= -1e-9), s_
+            off_line = [np.linalg.norm(x - (q0 + si * d)) for x, si in zip(tracking, s_)]
+            assert max(off_line) < 5e-3
+    finally:
+        for p in procs:
+            p.terminate()
+        outs = [p.communicate(timeout=30)[0] for p in procs]
+        for k, o in enumerate(outs):
+            (tmp_path / f"process_{k}.log").write_text(o)
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+    assert "execute: " in outs[0], outs[0][-2000:]
