@@ -70,9 +70,10 @@ def test_five_bar_fk_and_ik_match_the_closed_form():
 
 
 def test_five_bar_ik_flips_an_elbow_when_only_the_other_working_mode_is_within_the_limits():
-    # shoulders (-0.0239, 0.7739) (sample 772 of bench/design.py): the left arm's two elbow solutions at the
-    # tip are 2.4306 rad (beyond its 2.0 rad limit) and -0.0239 rad (elbow bent the other way from the home
-    # assembly); restarts that kept the home branch all converged onto the limit (the 0.1 % failure)
+    # shoulders (-0.0239, 0.7739), one of bench/design.py's 1,000 five-bar targets: the left arm's two elbow
+    # solutions at the tip are 2.4306 rad (beyond its 2.0 rad limit) and -0.0239 rad (elbow bent the other
+    # way from the home assembly); restarts that kept the home branch all converged onto the limit (the one
+    # failure in 1,000)
     _s, m = load("dual_scara")
     lo, hi = m.lo[m.actuated], m.hi[m.actuated]
     rng = np.random.default_rng(2)
