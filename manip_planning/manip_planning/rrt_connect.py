@@ -84,11 +84,17 @@ def grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, state
     """Run up to n_iter iterations. trees (2, M, dof) (tree 0 rooted at the start, 1 at the goal), parents
     (2, M), sizes (2,), state [iterations done, swap flag, connection node in tree 0, in tree 1].
     Returns 1 when the trees connected, 0 when not yet, -1 when a tree is full."""
+    scratch = np.empty((3, lo.shape[0]))
+    return _grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, state, balanced, scratch)
+
+
+@njit(_nrt=False, **_JIT)
+def _grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, state, balanced, work):
+    """grow without reference counting (no allocation: work (3, dof) is the scratch), so that passing the
+    collision tuple ca to an edge check costs nothing per array."""
     dof = lo.shape[0]
     M = trees.shape[1]
-    qr = np.empty(dof)
-    qn = np.empty(dof)
-    scratch = np.empty(dof)
+    qr, qn, scratch = work[0], work[1], work[2]
     for _ in range(n_iter):
         state[0] += 1
         if balanced:   # extend the smaller tree (a tree trapped in a pocket keeps growing)
@@ -107,7 +113,8 @@ def grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, state
         if not edge_free(ca, Ta[i], qn, resolution, scratch):
             continue
         na = sizes[a]
-        Ta[na, :] = qn
+        for k in range(dof):
+            Ta[na, k] = qn[k]
         parents[a, na] = i
         sizes[a] += 1
         # connect tree b to qn
@@ -159,9 +166,14 @@ class RRTConnect:
 
     def solve(self, start, goal, time_limit_s=1.0, seed=0):
         """SearchResult for start -> goal (both (dof,), rad); the caller checks that both are free."""
-        t0 = time.perf_counter()
         ch = self.checker
         dof = ch.dof
+        work = np.empty((3, dof))
+        # compiles the kernels on first use (tens of seconds on a loaded machine), outside the time limit
+        _grow(ch.ca, self.lo, self.hi, np.zeros((2, 2, dof)), np.zeros((2, 2), dtype=np.int64),
+              np.ones(2, dtype=np.int64), self.range_rad, self.resolution, 0, np.zeros(4, dtype=np.int64),
+              self.balanced, work)
+        t0 = time.perf_counter()
         q0 = np.ascontiguousarray(start, dtype=np.float64).reshape(dof)
         q1 = np.ascontiguousarray(goal, dtype=np.float64).reshape(dof)
         if edge_free(ch.ca, q0, q1, self.resolution, np.empty(dof)):
@@ -176,8 +188,8 @@ class RRTConnect:
         state = np.zeros(4, dtype=np.int64)
         deadline = t0 + float(time_limit_s)
         while True:
-            st = grow(ch.ca, self.lo, self.hi, trees, parents, sizes, self.range_rad, self.resolution,
-                      self.chunk, state, self.balanced)
+            st = _grow(ch.ca, self.lo, self.hi, trees, parents, sizes, self.range_rad, self.resolution,
+                       self.chunk, state, self.balanced, work)
             if st == 1:
                 a = _trace(trees[0], parents[0], state[2])[::-1]
                 b = _trace(trees[1], parents[1], state[3])
