@@ -159,10 +159,13 @@ class RobotScene:
         w = matrix_to_quat_wxyz(T[:3, :3])
         if w[0] < 0:
             w = -w
+        # The measures of manip_core.analysis.manipulability (part "full") from one body Jacobian and one SVD: its
+        # batch kernels cost ~17 ms a call on a busy machine (thread pool wake-ups), too slow for 30 redraws a second.
+        sv = np.linalg.svd(self.robot.jacobian_body(q), compute_uv=False)  # sigma_1 >= ... >= sigma_k
         with np.errstate(all="ignore"):
-            cond = float(self.robot.condition_number(q))
+            cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
         return Readout(q.copy(), T[:3, 3].copy(), np.asarray(matrix_to_rpy(T[:3, :3])), np.asarray(w),
-                       float(self.robot.manipulability(q)), cond)
+                       float(np.prod(sv)), cond)
 
     def reach_m(self):
         """Sum of the joint-to-joint distances: no link origin is farther than this from the base origin."""
