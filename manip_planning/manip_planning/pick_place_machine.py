@@ -346,6 +346,8 @@ class PickPlaceMachine:
         q0 = self._current()
         if q0 is None:
             raise _Abort(EXECUTION_FAILED, "lost the joint states")
+        if kind == "joint" and np.max(np.abs(np.asarray(q0, dtype=np.float64) - target), initial=0.0) < 1e-6:
+            return True, "already there"          # nothing to plan (the first HOME when the task starts there)
         if kind == "joint":
             req = PlanRequest(start=np.asarray(q0, dtype=np.float64), goal_joints=np.asarray(target),
                               path_type=PATH_JOINT, profile=cfg.profile, velocity_scaling=cfg.velocity_scaling,

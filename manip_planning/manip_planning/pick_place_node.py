@@ -1,6 +1,6 @@
 """ROS 2 node ``pick_place``: the ``pick_place`` action (manip_msgs/action/PickPlace).
 
-Graph (docs/graph.md): subscribes ``joint_states``; serves the action ``pick_place``; client of the
+Graph (docs/graph.md): subscribes ``joint_states`` and ``obstacles``; serves the action ``pick_place``; client of the
 ``plan_trajectory`` service (manip_msgs/srv/PlanTrajectory), the ``joint_trajectory_controller/
 execute_trajectory`` action (manip_msgs/action/ExecuteTrajectory; with the ``trajectory_action`` parameter
 set, the control_msgs/action/FollowJointTrajectory action it names instead: trajectory client mode, for an arm
@@ -12,9 +12,19 @@ step (phase, progress, message); the result carries the phase names and duration
 simulated time with use_sim_time). One goal at a time (a second one is rejected while one runs); cancel
 stops the running controller goal and ends the task CANCELED.
 
-Parameters: home_positions (rad, model order; default the demo scene's initial posture [pi, -pi/2, pi/2,
--pi/2, -pi/2, 0], tool pointing down above the work area), approach_height (0.10 m), grasp_offset (0.03 m:
-tool0 above the object's origin when grasping and releasing), release_gap (0.005 m: the object is released
+Nothing assumes an arm (pick_place_machine): the gripper's approach axis is a parameter in the tip frame, home
+is optional, reachability uses the arm's own IK (closed form where manip_core has one, numerical else; for an
+arm with more than six joints moved along its self-motion toward the previous solution). The ``obstacles``
+topic (ObstacleArray, base frame) gives the object's box: not an obstacle on the way to the pick and away from
+the place, attached to the tip in every plan request while it is held; published on ``known_objects``
+(SceneObjectArray, reliable + transient local, depth 1: the object to pick in the base frame when the task
+starts, held in the tip frame after the grasp, an empty set after the release) so that perception drops it.
+
+Parameters: home_positions (rad, model order; unset or empty: the joints at the start of each task, so the
+arm returns where it started), approach_axis_tip (unit 3-vector in the tip frame toward the object; default
+[0, 0, 1]), grasp_yaw_offsets (rad about the approach axis, tried in order; default [0, pi/2, pi, -pi/2]),
+object_match_distance (0.02 m), approach_height (0.10 m), grasp_offset (0.03 m:
+the tip origin above the object's origin when grasping and releasing), release_gap (0.005 m: the object is released
 this much above its place pose, not pressed into the table), profile ("quintic" | "cubic"),
 velocity_scaling / acceleration_scaling (0.5, free motions), cartesian_velocity_scaling /
 cartesian_acceleration_scaling (0.2, descents and lifts), execution_retries (1: a failed execution is
@@ -40,11 +50,14 @@ from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalRespons
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
+from geometry_msgs.msg import Point, Vector3
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from manip_msgs.action import ExecuteTrajectory, PickPlace
-from manip_msgs.msg import JointTolerance
+from manip_msgs.msg import JointTolerance, Obstacle, ObstacleArray, SceneObject, SceneObjectArray
 from manip_msgs.srv import Grasp, PlanTrajectory
 
 from manip_core.ros.conversions import matrix_to_pose, pose_to_matrix
@@ -52,13 +65,11 @@ from manip_core.ros.model_source import RobotModelSource
 
 from . import pick_place_machine as ppm
 from .joint_path import PlanningError
-from .planner_node import duration_msg, run_node
+from .planner_node import duration_msg, obstacles_from_msg, run_node
 from .planning import NOT_READY, PATH_CARTESIAN, Planner, PlannerSettings
 
 Result = PickPlace.Result
 Req = PlanTrajectory.Request
-DEFAULT_HOME = [3.141592653589793, -1.5707963267948966, 1.5707963267948966, -1.5707963267948966,
-                -1.5707963267948966, 0.0]
 
 
 class _Wait:
@@ -84,12 +95,23 @@ class PickPlaceNode(Node):
     def __init__(self, **kwargs):
         super().__init__("pick_place", **kwargs)
         p = self._param
-        self.home = np.array(p("home_positions", list(DEFAULT_HOME), "home configuration (rad, model order)"),
-                             dtype=float)
+        home = self._array_param("home_positions", "home configuration (rad, model order); unset or empty: the "
+                                                   "joints at the start of each task")
+        self.home = np.array(home, dtype=float) if home else None
+        axis = self._array_param("approach_axis_tip", "unit vector in the tip frame along which the gripper moves "
+                                                      "toward the object (default [0, 0, 1]: the tip's z axis)")
+        yaws = self._array_param("grasp_yaw_offsets", "rad about the approach axis added to the object's yaw, tried "
+                                                      "in order until every pose is reachable (default [0, pi/2, pi, "
+                                                      "-pi/2])")
         self.cfg = ppm.MachineConfig(
             home=self.home,
+            approach_axis_tip=tuple(axis) if axis else (0.0, 0.0, 1.0),
+            grasp_yaw_offsets=tuple(yaws) if yaws else ppm.DEFAULT_YAW_OFFSETS,
+            object_match_distance=p("object_match_distance", 0.02, "m: the obstacle this close to the pick position "
+                                                                   "is the object (allowed near the tool, attached "
+                                                                   "while held)"),
             approach_height=p("approach_height", 0.10, "m above the grasp pose (goal's 0)"),
-            grasp_offset=p("grasp_offset", 0.03, "m: tool0 above the object's origin at grasp and release"),
+            grasp_offset=p("grasp_offset", 0.03, "m: the tip origin above the object's origin at grasp and release"),
             release_gap=p("release_gap", 0.005, "m: released this much above the place pose"),
             profile=p("profile", "quintic", "time scaling: quintic or cubic"),
             velocity_scaling=p("velocity_scaling", 0.5, "free motions"),
@@ -100,6 +122,7 @@ class PickPlaceNode(Node):
         )
         if self.cfg.profile not in ("quintic", "cubic"):
             raise ValueError(f"profile must be quintic or cubic, got {self.cfg.profile!r}")
+        ppm.approach_frame(self.cfg.approach_axis_tip)      # ValueError naming approach_axis_tip: FATAL at start
         self.grasp_max_distance = p("grasp_max_distance", 0.0, "m (0: the gripper's default)")
         self.server_timeout = p("server_timeout", 10.0, "s to wait for each server")
         self.plan_timeout = p("plan_timeout", 30.0, "s")
@@ -122,6 +145,14 @@ class PickPlaceNode(Node):
         self.source = RobotModelSource(self, on_model=self._on_model,
                                        busy=lambda: "a pick-and-place task is running" if self._busy else None)
         self.create_subscription(JointState, "joint_states", self._on_joint_state, 10, callback_group=self._group)
+        self._obstacles = []
+        self.create_subscription(ObstacleArray, "obstacles", self._on_obstacles, 10, callback_group=self._group)
+        # what the task knows about its object, for perception (docs/graph.md, known_objects)
+        self.known_pub = self.create_publisher(SceneObjectArray, "known_objects",
+                                               QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                                          durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self._known = None
+        self._object_name = ""
         self.plan_client = self.create_client(PlanTrajectory, "plan_trajectory", callback_group=self._group)
         self.grasp_client = self.create_client(Grasp, "gripper/grasp", callback_group=self._group)
         # trajectory execution: manip's controller (ExecuteTrajectory), or any FollowJointTrajectory server
@@ -145,6 +176,24 @@ class PickPlaceNode(Node):
         self.get_logger().info(f"pick_place ready; trajectories go to {self._exec_types[0].__name__} action "
                                f"'{self._exec_name}'")
 
+    def _array_param(self, name, description):
+        """A double array that may be unset (declared dynamically typed, as the controller's gains); [] unset."""
+        if not self.has_parameter(name):
+            self.declare_parameter(name, None, ParameterDescriptor(description=description, dynamic_typing=True))
+        try:
+            value = self.get_parameter(name).value
+        except ParameterUninitializedException:
+            value = None
+        if value is None:
+            return []
+        if isinstance(value, (str, bool)) or (isinstance(value, (list, tuple)) and
+                                              any(isinstance(x, (str, bool)) for x in value)):
+            raise ValueError(f"parameter {name} must be an array of numbers, got {value!r}")
+        out = [float(value)] if isinstance(value, (int, float)) else [float(x) for x in value]
+        if not np.all(np.isfinite(out)):
+            raise ValueError(f"parameter {name} must be finite, got {out}")
+        return out
+
     def _param(self, name, default, description):
         if not self.has_parameter(name):
             self.declare_parameter(name, default, ParameterDescriptor(description=description))
@@ -156,13 +205,54 @@ class PickPlaceNode(Node):
 
     # ------------------------------------------------------------------------------------ inputs
     def _on_model(self, model, _urdf):
-        if self.home.size != model.dof:
+        if self.home is not None and self.home.size != model.dof:
             self.get_logger().error(f"home_positions has {self.home.size} values, the robot {model.dof} joints")
         self.planner = Planner(model, PlannerSettings(floor_height=self.floor_height))
 
     def _on_joint_state(self, msg):
         with self._lock:
             self._joint_state = (list(msg.name), list(msg.position))
+
+    def _on_obstacles(self, msg):
+        planner = self.planner
+        frame = msg.header.frame_id.lstrip("/")
+        if planner is not None and frame not in ("", planner.model.base_link):
+            return          # the planner logs obstacles in another frame
+        obs = obstacles_from_msg(msg)
+        with self._lock:
+            self._obstacles = obs
+
+    def current_obstacles(self):
+        with self._lock:
+            return list(self._obstacles)
+
+    def _announce(self, state, obj):
+        """Publish known_objects (on change): the object to pick (base frame), the held one (tip frame), none."""
+        model = self.planner.model
+        arr = SceneObjectArray()
+        arr.header.frame_id = model.base_link
+        arr.header.stamp = self.get_clock().now().to_msg()
+        if state in ("pick", "held"):
+            o = SceneObject(name=self._object_name or "object", kind=SceneObject.KIND_OBJECT,
+                            attached=state == "held")
+            if state == "pick":
+                o.header.frame_id = model.base_link
+                o.pose.position = Point(x=float(obj.center[0]), y=float(obj.center[1]), z=float(obj.center[2]))
+                o.pose.orientation.w = 1.0
+                size = obj.size if obj.is_box else np.full(3, 2.0 * obj.radius)
+            else:
+                o.header.frame_id = model.tip_link
+                o.pose = matrix_to_pose(obj.T)
+                size = 2.0 * np.asarray(obj.dims)
+            o.header.stamp = arr.header.stamp
+            o.size = Vector3(x=float(size[0]), y=float(size[1]), z=float(size[2]))
+            arr.objects.append(o)
+        key = (state, None if obj is None else repr(getattr(obj, "T", getattr(obj, "center", None))))
+        if key == self._known:
+            return
+        self._known = key
+        self.known_pub.publish(arr)
+        self.get_logger().info(f"known_objects: {state}" + (f" '{arr.objects[0].name}'" if arr.objects else ""))
 
     def current_joints(self):
         planner = self.planner
@@ -238,8 +328,10 @@ class PickPlaceNode(Node):
             return self._finish(handle, Result.PLANNING_FAILED,
                                 f"no robot model within {self.server_timeout:g} s (urdf_path / robot_description "
                                 "parameters or the robot_description topic)")
-        if self.home.size != self.planner.model.dof:
-            return self._finish(handle, Result.INVALID_GOAL, "home_positions does not match the robot")
+        if self.home is not None and self.home.size != self.planner.model.dof:
+            return self._finish(handle, Result.INVALID_GOAL, f"home_positions has {self.home.size} values, the robot "
+                                                             f"{self.planner.model.dof} joints "
+                                                             f"({', '.join(self.planner.model.joint_names)})")
         try:
             T_pick = self._pose(goal.pick_pose, "pick_pose")
             T_place = self._pose(goal.place_pose, "place_pose")
@@ -264,7 +356,9 @@ class PickPlaceNode(Node):
 
         machine = ppm.PickPlaceMachine(plan=self._plan, execute=self._execute_trajectory, grasp=self._grasp,
                                        current_joints=self.current_joints, solve_ik=self._solve_ik, config=self.cfg,
-                                       on_progress=progress, clock=self._now)
+                                       obstacles=self.current_obstacles, on_progress=progress, clock=self._now,
+                                       announce=self._announce)
+        self._object_name = goal.object_name
         self._machine = machine
         if handle.is_cancel_requested:
             machine.cancel()
@@ -298,6 +392,15 @@ class PickPlaceNode(Node):
         r.velocity_scaling = float(req.velocity_scaling)
         r.acceleration_scaling = float(req.acceleration_scaling)
         r.avoid_obstacles = bool(req.avoid_obstacles)
+        held = getattr(req, "attached_object", None)
+        if held is not None:
+            r.attached_object_pose = matrix_to_pose(held.T)
+            r.attached_object_size = Vector3(x=2.0 * held.dims[0], y=2.0 * held.dims[1], z=2.0 * held.dims[2])
+        for o in getattr(req, "allowed_objects", ()):
+            r.allowed_objects.append(Obstacle(center=Point(x=float(o.center[0]), y=float(o.center[1]),
+                                                           z=float(o.center[2])),
+                                              size=Vector3(x=float(o.size[0]), y=float(o.size[1]),
+                                                           z=float(o.size[2])), radius=float(o.radius)))
         # a planner that has no model yet (it arrives on the topic as ours did) answers NOT_READY: ask again
         # until server_timeout
         not_ready_until = time.monotonic() + self.server_timeout

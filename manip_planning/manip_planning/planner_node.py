@@ -5,7 +5,8 @@ start_positions is empty) and ``obstacles`` (manip_msgs/ObstacleArray, base fram
 used when avoid_obstacles is set, and for min_obstacle_distance); publishes ``planned_path``
 (visualization_msgs/MarkerArray: a LINE_STRIP of the tip path and a SPHERE per obstacle used, in the base
 frame); serves ``plan_trajectory``. Bad requests get success false, an ErrorCode and a message; the node keeps
-serving.
+serving. A request's attached object (a box in the tip frame) is part of the robot for that plan, and its
+allowed objects are not obstacles for it (planning.PlanRequest).
 
 Parameters: sample_period (0.02 s, when the request says 0), default_velocity_scaling and
 default_acceleration_scaling (1.0, when the request says 0), acceleration_limits (rad/s^2, one value or one
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import math
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 from builtin_interfaces.msg import Duration as DurationMsg
@@ -40,6 +42,7 @@ from manip_core.ros.model_source import RobotModelSource
 
 from .avoidance import METHODS
 from .collision import Obstacle
+from .shapes import Shape
 from .planning import (INVALID_INPUT, NOT_READY, PATH_CARTESIAN, PATH_JOINT, UNKNOWN_LINK, PlannerSettings,
                        PlanRequest, Planner, collision_model_for)
 
@@ -85,6 +88,24 @@ def obstacles_from_msg(msg):
             continue
         out.append(Obstacle(c, s, o.radius))
     return out
+
+
+def handled_objects(request):
+    """(attached Shape in the tip frame or None, allowed Obstacles) of a PlanTrajectory request; ValueError
+    naming the field for a bad one."""
+    s = request.attached_object_size
+    size = np.array([s.x, s.y, s.z], dtype=float)
+    attached = None
+    if not np.all(np.isfinite(size)) or np.any(size < 0):
+        raise ValueError(f"attached_object_size must be finite and >= 0, got {size.tolist()}")
+    if np.any(size > 0):
+        try:
+            T = pose_to_matrix(request.attached_object_pose)
+        except ValueError as e:
+            raise ValueError(f"attached_object_pose: {e}") from None
+        attached = Shape("box", 0.5 * size, T, "attached object")
+    allowed = obstacles_from_msg(SimpleNamespace(obstacles=request.allowed_objects))
+    return attached, tuple(allowed)
 
 
 class PlannerNode(Node):
@@ -240,6 +261,10 @@ class PlannerNode(Node):
                 return self._fail(response, INVALID_INPUT, f"goal_pose: {e}")
         else:
             return self._fail(response, INVALID_INPUT, f"unknown goal_type {request.goal_type} (0 joints, 1 pose)")
+        try:
+            req.attached_object, req.allowed_objects = handled_objects(request)
+        except ValueError as e:
+            return self._fail(response, INVALID_INPUT, str(e))
         if len(request.start_positions):
             req.start = np.array(request.start_positions, dtype=float)
         else:

@@ -35,7 +35,8 @@ def _erd(rel):
 
 # name, path (callable), base, tip, approach axis in the tip frame, pick and place positions (m, base frame)
 ARMS = {
-    "mbm_panda": (lambda: MBM_PANDA, "panda_link0", "panda_grasptarget", (0, 0, 1), (0.5, -0.2, 0.05), (0.45, 0.25, 0.05)),
+    "mbm_panda": (lambda: MBM_PANDA, "panda_link0", "panda_grasptarget", (0, 0, 1), (0.5, -0.2, 0.05),
+                  (0.45, 0.25, 0.05)),
     "erd_xarm7": (lambda: _erd("xarm_description/urdf/xarm7.urdf"), None, "link_eef", (0, 0, 1),
                   (0.4, -0.2, 0.05), (0.35, 0.25, 0.05)),
     "erd_ur10": (lambda: _erd("ur_description/urdf/ur10_robot.urdf"), "base_link", "ee_link", (1, 0, 0),
@@ -151,7 +152,7 @@ def test_task_on_other_arms_reaches_the_poses_pinocchio_says(name):
         assert np.allclose(T[:3, :3] @ a, [0, 0, -1], atol=1e-5), key
         assert np.all(qk >= model.joint_lower - 1e-9) and np.all(qk <= model.joint_upper + 1e-9)
     # the Cartesian descents end where Pinocchio puts the grasp and release poses too
-    grasp_T = fk(trajectories[2][-1])
+    grasp_T = fk(trajectories[1][-1])          # no trajectory for the first HOME: the task starts there
     assert np.allclose(grasp_T[:3, 3], np.asarray(pick) + [0, 0, cfg.grasp_offset], atol=1e-5)
 
 
@@ -278,10 +279,11 @@ def test_object_is_announced_allowed_and_attached(ur5, demo):
     # error (x, y of the base = x, -y of the tool)
     assert np.allclose(held.T[:3, 3], [0.003, 0.002, 0.03], atol=1e-9)
     assert np.allclose(2 * np.array(held.dims), cube.size)
-    # request by request: HOME, ABOVE_PICK, down, lift, ABOVE_PLACE, down, retreat, HOME
+    # request by request (none for the first HOME: the task starts there): ABOVE_PICK, down, lift, ABOVE_PLACE,
+    # down, retreat, HOME
     attached = [a is not None for _, a, _ in requests]
     allowed = [len(al) for _, _, al in requests]
-    assert attached == [False, False, False, True, True, True, False, False]
-    assert allowed == [0, 1, 1, 0, 0, 0, 1, 1]
-    assert requests[1][2][0] is cube
-    assert np.allclose(requests[7][2][0].center, cube.center + (demo.PLACE - demo.PICK))
+    assert attached == [False, False, True, True, True, False, False]
+    assert allowed == [1, 1, 0, 0, 0, 1, 1]
+    assert requests[0][2][0] is cube
+    assert np.allclose(requests[6][2][0].center, cube.center + (demo.PLACE - demo.PICK))

@@ -163,7 +163,7 @@ def test_grasp_failure_stops_the_task(ur5, demo):
 
 
 def test_planning_failure_after_the_grasp_reports_the_held_object(ur5, demo):
-    f = Fakes(ur5, demo.HOME, fail={"plan": 5})          # 5th plan: above pick -> above place
+    f = Fakes(ur5, demo.HOME, fail={"plan": 4})          # 4th plan (none for the first HOME): above pick -> above place
     m, _ = _machine(ur5, demo, f)
     out = m.run(_goal(demo))
     assert out.error_code == ppm.PLANNING_FAILED
@@ -173,7 +173,7 @@ def test_planning_failure_after_the_grasp_reports_the_held_object(ur5, demo):
 
 
 def test_execution_failure(ur5, demo):
-    f = Fakes(ur5, demo.HOME, fail={"execute": True})
+    f = Fakes(ur5, demo.HOME + 0.1, fail={"execute": True})
     m, _ = _machine(ur5, demo, f)
     out = m.run(_goal(demo))
     assert out.error_code == ppm.EXECUTION_FAILED and "tracking error" in out.message
@@ -204,11 +204,13 @@ def test_cancel_during_pick(ur5, demo):
     assert out.phase_names == ["HOME", "ABOVE_PICK", "PICK"]
 
 
-def test_already_at_home_skips_nothing_but_moves_nowhere(ur5, demo):
-    """Starting at home: the first HOME phase still runs (a zero-length plan is the planner's business)."""
+def test_already_at_home_plans_nothing_for_the_first_home(ur5, demo):
+    """Starting at home: the first HOME phase runs (it is reported) but asks the planner nothing."""
     f = Fakes(ur5, demo.HOME)
     m, _ = _machine(ur5, demo, f)
-    assert m.run(_goal(demo)).success
+    out = m.run(_goal(demo))
+    assert out.success and out.phase_names[0] == "HOME"
+    assert f.calls[:2] == [("plan", PATH_JOINT, True), ("execute",)] and len(f.calls) == 16   # from ABOVE_PICK on
 
 
 @pytest.mark.parametrize("yaw", [0.0, 0.7])
@@ -251,7 +253,7 @@ def test_demo_task_with_the_real_planner(ur5, demo):
                              solve_ik=_solve_ik(ur5), config=ppm.MachineConfig(home=demo.HOME))
     out = m.run(_goal(demo))
     assert out.success, out.message
-    assert len(trajectories) == 8
+    assert len(trajectories) == 7              # none for the first HOME: the task starts there
     clearance = min(demo.arm_box_clearance(ur5, demo.interpolate(t.positions), demo.PILLAR_CENTER, demo.PILLAR_SIZE)
                     for t in trajectories)
     assert clearance >= 0.03
