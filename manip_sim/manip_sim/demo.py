@@ -133,8 +133,10 @@ def prepare_scene(args, out_dir):
             robot[key] = value
     if not robot.get("urdf"):
         raise ValueError(f"{scene_file}: robot.urdf: missing (or pass --robot NAME_OR_URDF)")
+    # A path given on the command line is relative to the working directory; one in the scene, to the scene.
+    base_dir = Path.cwd() if args.robot else scene_file.resolve().parent
     try:
-        robot["urdf"] = resolve_urdf(robot["urdf"], scene_file.resolve().parent)
+        robot["urdf"] = resolve_urdf(robot["urdf"], base_dir)
     except FileNotFoundError as exc:
         raise ValueError(f"robot {robot['urdf']!r}: {exc}") from None
     model = RobotModel.from_urdf(robot["urdf"], robot.get("base_link"), robot.get("tip_link"))

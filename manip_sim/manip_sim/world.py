@@ -243,6 +243,13 @@ def create_scene_bodies(pb, client, scene: Scene, world_T_base, texture_dir=None
     return ids
 
 
+def root_inertial_frame(pb, client, body):
+    """Pose (4, 4) of a body's root inertial frame in its root link's URDF frame (PyBullet's base pose is the
+    former's)."""
+    dyn = pb.getDynamicsInfo(body, -1, physicsClientId=client)
+    return pose_matrix(dyn[3], dyn[4])
+
+
 def load_robot(pb, client, urdf_file, world_T_base, base_link):
     """Load the robot with a fixed base so that its link ``base_link`` lies at world_T_base.
 
@@ -260,12 +267,16 @@ def load_robot(pb, client, urdf_file, world_T_base, base_link):
         links[info[12].decode()] = i
     if base_link not in links:
         raise ValueError(f"{urdf_file}: no link {base_link!r} (links: {', '.join(links)})")
-    root_T_base = np.eye(4)
-    if links[base_link] != -1:   # base_link hangs below the URDF root (e.g. world -> base_link): offset
+    # PyBullet places a body by its root's inertial (centre-of-mass) frame, not by the root link's URDF frame:
+    # the two differ when the root's <inertial> has an origin (the MBM Panda's panda_link0: z = 0.05 m).
+    com_world = pose_matrix(*pb.getBasePositionAndOrientation(rid, physicsClientId=client))
+    if links[base_link] == -1:
+        base_world = com_world @ invert(root_inertial_frame(pb, client, rid))
+    else:   # base_link hangs below the URDF root (e.g. world -> base_link)
         st = pb.getLinkState(rid, links[base_link], computeForwardKinematics=True, physicsClientId=client)
-        root_world = pose_matrix(*pb.getBasePositionAndOrientation(rid, physicsClientId=client))
-        root_T_base = invert(root_world) @ pose_matrix(st[4], st[5])
-    pos, orn = matrix_to_pose(world_T_base @ invert(root_T_base))
+        base_world = pose_matrix(st[4], st[5])
+    com_T_base = invert(com_world) @ base_world
+    pos, orn = matrix_to_pose(world_T_base @ invert(com_T_base))
     pb.resetBasePositionAndOrientation(rid, pos.tolist(), orn.tolist(), physicsClientId=client)
     return rid, joints, links
 
@@ -530,7 +541,8 @@ class World:
         """Pose (4, 4) of a robot link frame in the base frame."""
         idx = self._link_index[link]
         if idx == -1:
-            T = pose_matrix(*self._pb.getBasePositionAndOrientation(self.robot, physicsClientId=self.client))
+            T = (pose_matrix(*self._pb.getBasePositionAndOrientation(self.robot, physicsClientId=self.client))
+                 @ invert(root_inertial_frame(self._pb, self.client, self.robot)))
         else:
             st = self._pb.getLinkState(self.robot, idx, computeForwardKinematics=True, physicsClientId=self.client)
             T = pose_matrix(st[4], st[5])

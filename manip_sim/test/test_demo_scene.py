@@ -58,3 +58,16 @@ def test_robot_only_scene_gets_objects_for_the_arm_and_a_ready_pose(tmp_path):
     s2 = load_scene(scene2)
     assert s2.objects == s.objects and s2.tasks == s.tasks
     np.testing.assert_allclose(list(s2.robot.initial_positions.values()), list(s.robot.initial_positions.values()))
+
+
+def test_robot_path_on_the_command_line_is_relative_to_the_working_directory(tmp_path, monkeypatch):
+    """`make demo DEMO_ARGS="--robot ../x/arm.urdf"`: the path is the user's, relative to where they are, not to
+    the default scene's folder (a regression: it was looked up under manip_sim/config)."""
+    from manip_core.robots import robot_path
+    (tmp_path / "arms").mkdir()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "arms" / "my_ur5.urdf").write_text(Path(robot_path("ur5")).read_text())
+    monkeypatch.chdir(tmp_path / "work")
+    scene_path, _ = prepare_scene(_args(robot="../arms/my_ur5.urdf", base_link="base_link", tip_link="tool0"),
+                                  tmp_path)
+    assert load_scene(scene_path).robot.urdf == str((tmp_path / "arms" / "my_ur5.urdf").resolve())

@@ -245,3 +245,22 @@ def test_off_chain_joints_are_held_where_the_model_welds_them():
             assert abs(pb.getJointState(w.robot, i, physicsClientId=w.client)[0]) < 1e-3
     finally:
         w.close()
+
+
+def test_root_link_with_an_offset_inertial_frame_is_placed_by_its_link_frame(scene, tmp_path):
+    """PyBullet places a body by its root's centre-of-mass frame; a root <inertial> with an origin (the MBM
+    Panda's panda_link0 has z = 0.05 m) must not shift the arm (it did, by that offset, so perception's
+    self-filter, posed by manip_core, missed the rendered arm). Oracle: manip_core's forward kinematics."""
+    from manip_core.robots import robot_path
+    text = Path(robot_path("ur5")).read_text()
+    head, tail = text.split('<link name="base_link">', 1)
+    tail = tail.replace('<origin xyz="0 0 0" rpy="0 0 0"/>', '<origin xyz="0.1 -0.05 0.07" rpy="0.3 0 0.2"/>', 1)
+    urdf = tmp_path / "ur5_offset_root_inertial.urdf"
+    urdf.write_text(head + '<link name="base_link">' + tail)
+    moved = replace(scene, robot=replace(scene.robot, urdf=str(urdf), base_position=(0.2, -0.1, 0.3)))
+    with World(moved, command_timeout=0.0) as w:
+        w.set_joint_positions(Q_TEST)
+        # (PyBullet's link states carry ~1e-7 of round-off; the defect was a 0.1 m shift)
+        assert np.allclose(w.link_pose("base_link"), np.eye(4), atol=1e-6)
+        for link in ("forearm_link", "tool0"):
+            assert np.allclose(w.link_pose(link), w.model.fk(Q_TEST, link), rtol=0, atol=1e-6), link
