@@ -103,6 +103,26 @@ class Graph:
         self._log.close()
 
 
+def _ready_target(model, raw):
+    """Tip position (m, base frame) of the derived ready pose: manip_core.ready_pose's point above the middle
+    of the work area, raised to 0.15 reach above every scene obstacle or object whose bounding sphere is within
+    0.15 reach of it horizontally (the demo's pillar stands right there: starting on top of it, the arm began
+    inside the planner's margin and pressed on the pillar)."""
+    from manip_core.ready_pose import default_work_point, horizontal_reach
+    reach = horizontal_reach(model)
+    target = default_work_point(model, reach)
+    clear = 0.15 * reach
+    for body in list(raw.get("obstacles") or []) + list(raw.get("objects") or []):
+        try:
+            p = np.asarray(body["position"], dtype=float)
+            r = 0.5 * float(np.linalg.norm(np.asarray(body["size"], dtype=float)))   # bounding sphere (m)
+        except (KeyError, TypeError, ValueError):
+            continue   # the scene loader names a malformed body
+        if p.shape == (3,) and np.hypot(*(p[:2] - target[:2])) < r + clear:
+            target[2] = max(target[2], p[2] + r + clear)
+    return target
+
+
 def prepare_scene(args, out_dir):
     """The run's scene and camera files, written into ``out_dir`` (scene.yaml, stereo_camera.yaml).
 
@@ -158,7 +178,7 @@ def prepare_scene(args, out_dir):
                 params[key] = [float(v) * max(s, 1.0) for v in params[key]]
         log(f"objects placed for {model.name}: {layout.description}")
     if robot.get("initial_positions") is None:
-        ready = ready_configuration(model)
+        ready = ready_configuration(model, _ready_target(model, raw))
         robot["initial_positions"] = {n: float(v) for n, v in zip(model.joint_names, ready.q)}
         log(f"initial joint positions (none given): {ready.description}")
     raw["robot"] = robot

@@ -71,3 +71,22 @@ def test_robot_path_on_the_command_line_is_relative_to_the_working_directory(tmp
     scene_path, _ = prepare_scene(_args(robot="../arms/my_ur5.urdf", base_link="base_link", tip_link="tool0"),
                                   tmp_path)
     assert load_scene(scene_path).robot.urdf == str((tmp_path / "arms" / "my_ur5.urdf").resolve())
+
+
+def test_ready_pose_target_clears_an_obstacle_below_it():
+    """The derived ready pose must not start the arm on top of the demo's pillar (it did: the default work
+    point is 3 cm above the pillar's top for every arm, inside the planner's margin)."""
+    from manip_core import RobotModel
+    from manip_core.ready_pose import default_work_point, horizontal_reach
+    from manip_core.robots import robot_path
+    from manip_sim.demo import _ready_target
+    model = RobotModel.from_urdf(str(robot_path("ur5")), None, None)
+    reach = horizontal_reach(model)
+    free = default_work_point(model, reach)
+    assert np.allclose(_ready_target(model, {}), free)
+    pillar = {"name": "pillar", "shape": "box", "size": [0.1, 0.1, 0.3], "position": [free[0], 0.0, 0.15]}
+    far = dict(pillar, name="far", position=[free[0], 3.0 * reach, 0.15])
+    top = 0.15 + 0.5 * np.linalg.norm([0.1, 0.1, 0.3])   # the pillar's bounding sphere
+    target = _ready_target(model, {"obstacles": [pillar, far]})
+    assert np.allclose(target[:2], free[:2]) and target[2] == pytest.approx(max(free[2], top + 0.15 * reach))
+    assert np.allclose(_ready_target(model, {"obstacles": [far]}), free)
