@@ -537,6 +537,8 @@ class Planner:
             close = [j for j in range(len(scene)) if min(self._clearances(q0, scene)[0][j],
                                                          self._clearances(q1, scene)[0][j]) < margin]
             if close:
-                msg += (f"; {len(close)} obstacle(s) already closer than the margin at the start or goal (a held "
-                        f"object, or the arm itself as perceived): the path keeps at least their clearance there")
+                where = ", ".join(f"at {np.round(scene.obstacles[j].center, 3).tolist()} m" for j in close)
+                msg += (f"; {len(close)} obstacle(s) already closer than the margin at the start or goal ({where}; "
+                        f"a held object, or the arm itself as perceived): the path keeps at least their clearance "
+                        f"there")
         return PlanResult(True, SUCCESS, msg, traj, mo, mf, tips, method, details=details)
