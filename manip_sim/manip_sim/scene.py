@@ -301,6 +301,17 @@ def _rest(ctx, data, robot, source):
     return Scene(robot, table, lists["objects"], lists["obstacles"], max_distance, tuple(tasks), source)
 
 
+def _same_file_or_content(a, b):
+    """The same URDF: one file, or two files with the same bytes (a colcon install holds the bundled robots both
+    in the Python package and in the package's share folder; the launch file names the latter)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return Path(a).read_bytes() == Path(b).read_bytes()
+    except OSError:
+        return False
+
+
 def with_robot(scene, urdf=None, base_link=None, tip_link=None):
     """The scene with the robot given at start-up (the launch's robot argument: sim_bridge's ``urdf_path``,
     ``base_link``, ``tip_link``; empty/None: the scene's own). A scene that names another URDF file, base or tip
@@ -312,7 +323,7 @@ def with_robot(scene, urdf=None, base_link=None, tip_link=None):
             path = resolve_urdf(urdf, ".")
         except FileNotFoundError as exc:
             ctx.fail("urdf_path", f"{urdf!r}: {exc}")
-        if spec is not None and os.path.realpath(spec.urdf) != os.path.realpath(path):
+        if spec is not None and not _same_file_or_content(spec.urdf, path):
             ctx.fail("robot.urdf", f"names {spec.urdf}, but the robot given at start-up (launch argument robot, "
                                    f"parameter urdf_path) is {path}: pass the scene's robot (robot:={spec.urdf}) or "
                                    f"remove robot.urdf from the scene")

@@ -154,7 +154,7 @@ def test_unreadable_and_invalid_yaml(tmp_path):
         load_scene(empty)
 
 
-def test_robot_given_at_start_up_is_the_one_source_of_truth():
+def test_robot_given_at_start_up_is_the_one_source_of_truth(tmp_path):
     """with_robot: a scene without a robot takes the one given at start-up; a scene naming another URDF, base
     or tip link than the one given is an error naming the key; no robot at all is an error."""
     from manip_sim.scene import with_robot
@@ -169,6 +169,14 @@ def test_robot_given_at_start_up_is_the_one_source_of_truth():
     assert s.robot.urdf == str(robot_path("ur5")) and (s.robot.base_link, s.robot.tip_link) == ("base_link", "tool0")
     full = parse_scene(_raw(), SCENE.parent)   # names ur5, base_link, tool0
     assert with_robot(full, str(robot_path("ur5")), "base_link", "").robot == full.robot
+    # a colcon install holds the bundled URDF twice (Python package, share folder): the same bytes are the same robot
+    twin = tmp_path / "share" / "ur5.urdf"
+    twin.parent.mkdir()
+    twin.write_bytes(Path(robot_path("ur5")).read_bytes())
+    assert with_robot(full, str(twin), "base_link", "").robot == full.robot
+    twin.write_text(twin.read_text().replace('name="ur5"', 'name="ur5_edited"', 1))
+    with pytest.raises(SceneError, match="robot.urdf: names"):
+        with_robot(full, str(twin))
     with pytest.raises(SceneError, match="robot.urdf: names .*ur5.urdf.*ypp3.urdf"):
         with_robot(full, "ypp3")
     with pytest.raises(SceneError, match="robot.tip_link: is 'tool0', but 'wrist_3_link'"):
