@@ -54,6 +54,10 @@ def test_control_period_and_hold(rt):
 
 def test_stale_joint_states_in_wall_time(rt):
     robot, model, m = rt.robot, rt.model, rt.m
+    # start from fresh joint_states (an earlier test, or a load spike, may have left the controller stale)
+    mark = robot.mark()
+    m.wait_for(lambda: any(s.mode != ControllerState.MODE_STALE_HOLD for s in robot.states_since(mark)), 5.0,
+               "a state that is not stale")
     robot.publishing = False
     t_stop = time.monotonic()
     try:
