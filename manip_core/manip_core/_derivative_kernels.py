@@ -19,7 +19,8 @@ Mimic joints: the kernels work on the physical joints, q_phys = A q + b, and ret
 Forward dynamics: d qdd / d(q, qd) = -M^-1 d tau / d(q, qd) evaluated at qdd = FD(q, qd, tau); d qdd / d tau = M^-1.
 Jacobian: dJ_s/dt column i = v_i x J_i (space); dJ_b/dt = Ad_{T^-1} dJ_s/dt - ad_{V_b} J_b (body, V_b = J_b qd).
 
-Every entry point returns 0, 1 when an input holds NaN or inf, 2 when the mass matrix is singular.
+Every entry point returns 0, 1 when an input holds NaN, inf or a magnitude above K.INPUT_BOUND, 2 when the mass
+matrix is singular.
 """
 import numpy as np
 from numba import njit, prange

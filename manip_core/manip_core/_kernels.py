@@ -5,7 +5,7 @@ Algorithms, 2008, ch. 3-6, written with Modern Robotics' ordering, Lynch & Park 
 Newton-Euler (RNEA) for inverse dynamics, composite rigid bodies (CRBA) for the mass matrix, Cholesky solve for
 forward dynamics. The model arrives packed as (mf, mi), see _layout.py. Every kernel first maps the actuated
 joint vector q (dof) onto the physical joints (q_phys = A q + b, mimic joints) and returns 0, or 1 when an
-input holds NaN or inf.
+input holds NaN, inf or a magnitude above INPUT_BOUND.
 """
 import numpy as np
 from numba import njit, prange
@@ -29,11 +29,17 @@ def _map_offset(mi):
     return mi[0] * BODY_STRIDE + 12
 
 
+# Inputs are refused above this magnitude too: the dynamics square velocities and multiply them by inertias and
+# lever arms, so finite inputs from about 1e150 overflow float64 into inf - inf = NaN (fuzzing, issue 12). No
+# joint value, rate, force or gravity of a real arm comes near it; the same comparison refuses NaN and inf.
+INPUT_BOUND = 1e100
+
+
 @njit(**_JIT)
 def all_finite(x):
-    """x: 1-D array."""
+    """x: 1-D array; True when every entry is finite and at most INPUT_BOUND in magnitude."""
     for i in range(x.shape[0]):
-        if not np.isfinite(x[i]):
+        if not abs(x[i]) <= INPUT_BOUND:
             return False
     return True
 

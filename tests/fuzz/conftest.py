@@ -1,7 +1,8 @@
 """Shared pieces of the robustness tests (issue 12): the seeded hypothesis profile, the outcome checker and the
 robustness table.
 
-- Example counts: ``MANIP_FUZZ_EXAMPLES`` (default 20 per property in ``make test``; e.g. 500 for a long run).
+- Example counts: ``MANIP_FUZZ_EXAMPLES`` when set (e.g. 500 for a long run); else 10 per property when the slow
+  tests are deselected (``make test``) and 100 when they run (``make test-all``).
   Hypothesis runs derandomized (the examples follow from the test's source: CI is deterministic) and without an
   example database (nothing written to the tree).
 - ``outcome(what, fn, *args)``: calls fn; a success is returned, an exception must be one of the project's own
@@ -21,7 +22,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fuzz_support import _TABLE, FUZZ_EXAMPLES  # noqa: E402  (loads the hypothesis profile)
+import fuzz_support  # noqa: E402  (loads the hypothesis profile)
+from fuzz_support import _TABLE  # noqa: E402
+
+
+def pytest_configure(config):
+    fuzz_support.load_profile(fuzz_support.examples_for(config.getoption("markexpr", "")))
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +41,8 @@ def pytest_sessionfinish(session, exitstatus):
     path = os.environ.get("MANIP_ROBUSTNESS_TABLE")
     if path:
         head = (f"# Robustness table (issue 12)\n\nWritten by the tests in tests/fuzz "
-                f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, MANIP_FUZZ_EXAMPLES={FUZZ_EXAMPLES}, "
+                f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                f"{fuzz_support.FUZZ_EXAMPLES} examples per property, "
                 f"pytest exit status {int(exitstatus)}). Outcome `ok`: a correct result (checked); an error name: "
                 f"the project's own exception with a message naming the input; a raw exception, a hang or a "
                 f"limit violation fails the test instead of appearing here.\n\n")

@@ -12,7 +12,10 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, settings
 
-FUZZ_EXAMPLES = int(os.environ.get("MANIP_FUZZ_EXAMPLES", "20"))
+# Examples per property: MANIP_FUZZ_EXAMPLES when set; else 10 in `make test` (slow tests deselected) and 100 when
+# the slow tests run too (`make test-all`): every property runs in both, the long run draws more examples.
+FAST_EXAMPLES, SLOW_EXAMPLES = 10, 100
+FUZZ_EXAMPLES = int(os.environ.get("MANIP_FUZZ_EXAMPLES") or FAST_EXAMPLES)
 CALL_TIMEOUT_S = float(os.environ.get("MANIP_FUZZ_CALL_TIMEOUT", "60"))
 PROJECT_PACKAGES = ("manip_core", "manip_planning", "manip_control", "manip_perception", "manip_sim",
                     "manip_design", "manip_view")
@@ -21,12 +24,28 @@ PROJECT_PACKAGES = ("manip_core", "manip_planning", "manip_control", "manip_perc
 # the 2-core machine): MANIP_FUZZ_SHRINK=1 turns it on.
 _PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target] + (
     [Phase.shrink, Phase.explain] if os.environ.get("MANIP_FUZZ_SHRINK") == "1" else [])
-settings.register_profile(
-    "manip-fuzz", max_examples=FUZZ_EXAMPLES, derandomize=True, database=None, deadline=None,
-    print_blob=True, phases=_PHASES,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
-                           HealthCheck.function_scoped_fixture, HealthCheck.large_base_example])
-settings.load_profile("manip-fuzz")
+
+
+def load_profile(examples):
+    """The seeded profile with this many examples per property (conftest: once the marker selection is known)."""
+    global FUZZ_EXAMPLES
+    FUZZ_EXAMPLES = int(examples)
+    settings.register_profile(
+        "manip-fuzz", max_examples=FUZZ_EXAMPLES, derandomize=True, database=None, deadline=None,
+        print_blob=True, phases=_PHASES,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+                               HealthCheck.function_scoped_fixture, HealthCheck.large_base_example])
+    settings.load_profile("manip-fuzz")
+
+
+def examples_for(markexpr):
+    """MANIP_FUZZ_EXAMPLES, else SLOW_EXAMPLES when the run keeps the slow tests, else FAST_EXAMPLES."""
+    if os.environ.get("MANIP_FUZZ_EXAMPLES"):
+        return int(os.environ["MANIP_FUZZ_EXAMPLES"])
+    return FAST_EXAMPLES if "not slow" in (markexpr or "").replace("  ", " ") else SLOW_EXAMPLES
+
+
+load_profile(FUZZ_EXAMPLES)
 
 
 class Hang(Exception):

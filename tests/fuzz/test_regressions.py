@@ -109,3 +109,40 @@ def test_robust_law_overflow_is_input_error(ur5):
         assert "overflow" in str(e)
     else:
         assert np.all(np.isfinite(out.tau)) and np.all(np.abs(out.tau) <= ur5.effort_limits)
+
+
+DYNAMICS = {
+    "inverse_dynamics": lambda m, v: m.inverse_dynamics(np.zeros(6), v, np.zeros(6)),
+    "coriolis_torques": lambda m, v: m.coriolis_torques(np.zeros(6), v),
+    "forward_dynamics": lambda m, v: m.forward_dynamics(np.zeros(6), v, np.zeros(6)),
+    "rnea_derivatives": lambda m, v: m.rnea_derivatives(np.zeros(6), v, np.zeros(6)),
+    "forward_dynamics_derivatives": lambda m, v: m.forward_dynamics_derivatives(np.zeros(6), v, np.zeros(6)),
+    "inverse_dynamics_batch": lambda m, v: m.inverse_dynamics_batch(np.zeros((2, 6)), np.vstack([v * 0, v]),
+                                                                    np.zeros((2, 6))),
+    "forward_dynamics_batch": lambda m, v: m.forward_dynamics_batch(np.zeros((2, 6)), np.vstack([v * 0, v]),
+                                                                    np.zeros((2, 6))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DYNAMICS))
+def test_dynamics_of_huge_finite_input_is_input_error(ur5, name):
+    """The dynamics answered NaN (no error) for finite velocities from about 1e150 rad/s: qd^2 times inertias
+    overflowed into inf - inf. Inputs above 1e100 in magnitude are now refused, naming the bound."""
+    for v in (1e151, 1e300, -1e200):
+        with pytest.raises(InputError, match=r"NaN, inf or a magnitude above 1e\+100"):
+            DYNAMICS[name](ur5, np.full(6, v))
+
+
+def test_dynamics_just_below_the_input_bound_is_finite_and_matches_pinocchio(ur5):
+    """Just below the bound the result is finite and still right: RNEA against Pinocchio at |qd| = 1e99 rad/s."""
+    pin = pytest.importorskip("pinocchio")
+    from pathlib import Path
+    pm = pin.buildModelFromUrdf(str(Path(__file__).resolve().parents[2] / "manip_core" / "manip_core" / "robots"
+                                    / "ur5.urdf"))
+    q = np.array([0.3, -1.1, 1.4, -0.6, 0.9, 0.2])
+    qd = 1e99 * np.array([1.0, -0.5, 0.25, 0.8, -1.0, 0.6])
+    tau = ur5.inverse_dynamics(q, qd, np.zeros(6))
+    ref = pin.rnea(pm, pm.createData(), q, qd, np.zeros(6))
+    assert np.all(np.isfinite(tau))
+    np.testing.assert_allclose(tau, ref, rtol=1e-9, atol=1e-9 * np.max(np.abs(ref)))
+    assert np.all(np.isfinite(ur5.forward_dynamics(q, qd, np.zeros(6))))
