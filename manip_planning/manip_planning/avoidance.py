@@ -161,7 +161,8 @@ def lift_over_waypoints(model, checker, q_start, q_goal, *, lift_step=0.05, max_
     T_s, T_g = model.fk(q_start), model.fk(q_goal)
     arm = checker.arm
     tops = [o.top for o in checker.scene.obstacles]
-    base_z = max(tops) + checker.margin + arm.radius + arm.tool_length if tops else max(T_s[2, 3], T_g[2, 3])
+    r = float(np.max(arm.radius, initial=0.0))      # one radius (ArmSpheres) or one per sphere (RobotSpheres)
+    base_z = max(tops) + checker.margin + r + arm.tool_length if tops else max(T_s[2, 3], T_g[2, 3])
     base_z = max(base_z, T_s[2, 3], T_g[2, 3])
     reasons = []
     z = base_z

@@ -3,8 +3,11 @@
 Phases (PickPlace.action): HOME -> ABOVE_PICK -> PICK (descend, attach, lift) -> ABOVE_PLACE (over the
 obstacles) -> PLACE (descend, release, lift) -> HOME. Before any motion every pose is checked for
 reachability with the tool pointing down: approach and grasp poses at pick and at place, each IK solution
-seeded from the previous one (the branch the motions will follow). Descents and lifts are straight tip lines
-(Cartesian paths); the other motions are joint-space plans, obstacle-aware when the goal asks.
+seeded from the previous one. Descents and lifts are straight tip lines (Cartesian paths); the other motions
+are joint-space plans, obstacle-aware when the goal asks. The motions to above the pick and above the place
+send the approach pose itself: the planner chooses its IK solution with its own collision model and obstacles
+(clear of them by its margin, the held object included), so that the arm does not arrive pressed against an
+obstacle next to the object.
 
 Nothing here assumes an arm: "the tool pointing down" means the tip frame's ``approach_axis_tip`` (a unit
 3-vector in the tip frame, the direction in which the gripper moves toward the object; (0, 0, 1) for the
@@ -272,11 +275,11 @@ class PickPlaceMachine:
         self.holding_last = ""
         return [
             (HOME, [("move", ("joint", home, avoid, None), "to home")]),
-            (ABOVE_PICK, [("move", ("joint", sol["above_pick"], avoid, "pick"), "above the pick")]),
+            (ABOVE_PICK, [("move", ("pose", T_above_pick, avoid, "pick"), "above the pick")]),
             (PICK, [("move", ("cartesian", T_pick, False, "pick"), "down to the object"),
                     ("grasp", (True, name), "attach"),
                     ("move", ("cartesian", T_above_pick, False, None), "lift")]),
-            (ABOVE_PLACE, [("move", ("joint", sol["above_place"], avoid, None), "over to above the place")]),
+            (ABOVE_PLACE, [("move", ("pose", T_above_place, avoid, None), "over to above the place")]),
             (PLACE, [("move", ("cartesian", T_place, False, None), "down to the place"),
                      ("grasp", (False, name), "release"),
                      ("move", ("cartesian", T_above_place, False, "place"), "retreat up")]),
@@ -350,6 +353,10 @@ class PickPlaceMachine:
             return True, "already there"          # nothing to plan (the first HOME when the task starts there)
         if kind == "joint":
             req = PlanRequest(start=np.asarray(q0, dtype=np.float64), goal_joints=np.asarray(target),
+                              path_type=PATH_JOINT, profile=cfg.profile, velocity_scaling=cfg.velocity_scaling,
+                              acceleration_scaling=cfg.acceleration_scaling, avoid_obstacles=avoid)
+        elif kind == "pose":      # joint-space motion to a pose: the planner chooses the IK solution
+            req = PlanRequest(start=np.asarray(q0, dtype=np.float64), goal_pose=np.asarray(target),
                               path_type=PATH_JOINT, profile=cfg.profile, velocity_scaling=cfg.velocity_scaling,
                               acceleration_scaling=cfg.acceleration_scaling, avoid_obstacles=avoid)
         else:

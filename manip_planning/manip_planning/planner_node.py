@@ -11,7 +11,8 @@ allowed objects are not obstacles for it (planning.PlanRequest).
 Parameters: sample_period (0.02 s, when the request says 0), default_velocity_scaling and
 default_acceleration_scaling (1.0, when the request says 0), acceleration_limits (rad/s^2, one value or one
 per joint; default [4.0]), safety_margin (0.03 m), influence_distance (0.15 m), link_radius (0.06 m, capsule
-around each link segment), tool_length (0.0 m, extra capsule along the tip z axis), floor_height (0.0 m, the
+around each link segment when the URDF has no <collision> elements: the robot's collision geometry is otherwise
+the one model of every check), tool_length (0.0 m, extra capsule along the tip z axis, capsules only), floor_height (0.0 m, the
 table top; NaN: no floor), avoidance_methods (["straight", "lift_over", "potential_field"], tried in order),
 max_joint_step (0.1 rad, Cartesian jump threshold), obstacle_timeout (0 s: obstacles never expire),
 and the robot model's urdf_path, robot_description, base_link, tip_link (RobotModelSource).
@@ -121,7 +122,8 @@ class PlannerNode(Node):
             default_sample_period=p("sample_period", 0.02, "s between trajectory points when the request says 0"),
             safety_margin=p("safety_margin", 0.03, "m: clearance kept from obstacles with avoid_obstacles"),
             influence_distance=p("influence_distance", 0.15, "m: obstacles farther than this do not push"),
-            link_radius=p("link_radius", 0.06, "m: radius of the capsule around each link segment"),
+            link_radius=p("link_radius", 0.06, "m: capsule radius around each link segment (only for a URDF without "
+                                               "<collision> elements)"),
             tool_length=p("tool_length", 0.0, "m: extra capsule from the tip along its z axis (tool, held object)"),
             floor_height=p("floor_height", 0.0, "m: z of the table top the arm must stay above (NaN: none)"),
             avoidance_methods=tuple(p("avoidance_methods", list(METHODS),

@@ -1,10 +1,13 @@
 """Request-level planning (the maths behind the ``plan_trajectory`` service; no rclpy).
 
 ``Planner.plan(PlanRequest, obstacles)`` validates a request, picks the goal configuration (closed-form IK
-solutions nearest the start when the arm has them, else numerical IK seeded from the start; solutions that
-put a link origin below the floor are skipped), builds the path (joint line, Cartesian straight line, or the
-obstacle-aware path: RRT-Connect over the robot's collision spheres by default (path_planning.py), or
-the heuristics of avoidance.py with ``path_planner="heuristics"``), time-scales it (cubic, quintic, or
+solutions when the arm has them, else numerical IK from the start and, when that one is not clear, from
+repeatable random seeds; solutions that put a link origin below the floor are skipped; with obstacles, the
+solutions the sampling planner accepts keeping the safety margin, ranked by clearance on the planner's own
+collision spheres and then by distance from the start; none: COLLISION naming the obstacle), builds the path
+(joint line, Cartesian straight line, or the obstacle-aware path: RRT-Connect over the robot's collision
+spheres by default (path_planning.py), or the heuristics of avoidance.py with ``path_planner="heuristics"``;
+every clearance check, the heuristics' included, uses those same spheres: robot_spheres.py), time-scales it (cubic, quintic, or
 the waypoint profiles trapezoidal, toppra, jerk_limited) and returns a ``PlanResult`` with an ErrorCode
 value and a message; it never raises for bad input. A request may carry a held object (part of the robot
 for the sampling planner and the clearance checks; the heuristics do not see it) and objects that are not
@@ -23,13 +26,14 @@ import numpy as np
 from . import time_scaling as ts
 from .avoidance import METHODS, PolylinePath, plan_avoiding
 from .cartesian_path import CartesianPath
-from .collision import ArmSpheres, Scene, densify
+from .collision import Scene, densify
 from .joint_path import LinePath, PlanningError, Trajectory, concatenate, time_scale
 from .potential_field import FieldOptions
 from . import jerk_limited, topp, trapezoidal
 from .path_planning import PATH_PLANNERS, plan_path
 from .planning_scene import PlanningScene, pose_matrix
 from .robot_collision import CollisionChecker, CollisionModelError, RobotCollisionModel, parse_collision_shapes
+from .robot_spheres import RobotSpheres
 from .shapes import Shape
 
 # manip_msgs/msg/ErrorCode values
@@ -51,6 +55,7 @@ PATH_CARTESIAN = "cartesian"
 MAX_POINTS = 200_000
 HELD_OBJECT_TOLERANCE_M = 0.02       # an obstacle this close to the held object at the start is that object
 ALLOWED_OBJECT_TOLERANCE_M = 0.01    # m: obstacles whose bounding box comes this close to an allowed one's go
+GROWN_EXTRA_M = 0.01                 # m: the sampling planner grows the obstacles by the safety margin + this
 log = logging.getLogger(__name__)
 
 
@@ -113,6 +118,8 @@ class PlannerSettings:
     planner_seed: int = 0                    # random stream of the sampling planner (repeatable plans)
     backend: str = "cpu"                     # collision checks: "cpu" or "cuda" (batched re-checks on the GPU)
     jerk_limits: tuple = ()                  # rad/s^3 per joint for the jerk_limited profile; empty: 50 each
+    goal_clearance: float = 0.06             # m: IK goals ranked by clearance up to this, then nearest the start
+    ik_seeds: int = 16                       # extra numerical IK seeds (random, repeatable) when choosing a goal
 
 
 HEURISTICS = "heuristics"
@@ -168,7 +175,10 @@ class Planner:
         vel = np.array(model.velocity_limits, dtype=np.float64)
         vel = np.where(np.isfinite(vel) & (vel > 0), vel, 1.0)
         self.velocity_limits = vel
-        self.arm = ArmSpheres(model, s.link_radius, tool_length=s.tool_length)
+        # one robot for the sampling planner, the goal choice, the clearance checks and the heuristics
+        self.arm = RobotSpheres(self.collision_model)
+        frames = model._link_frames
+        self._moving_links = [name for name in model.link_names if frames[name][0] >= 0]
         self.floor = None if s.floor_height is None or not math.isfinite(s.floor_height) else float(s.floor_height)
 
     # --------------------------------------------------------------------------------------- helpers
@@ -196,15 +206,17 @@ class Planner:
         """True when every moving link origin is at or above the floor (skips the check without a floor)."""
         if self.floor is None:
             return True
-        for name in self.arm.points:
-            if self.arm._origin_moves[name] and self.model.fk(q, name)[2, 3] < self.floor - slack:
+        for name in self._moving_links:
+            if self.model.fk(q, name)[2, 3] < self.floor - slack:
                 return False
         return True
 
-    def ik_candidates(self, T, q_near):
-        """Joint solutions for tip pose T, nearest q_near first (closed form when available, else numerical IK
-        seeded from q_near; for an arm with more than six joints the numerical solution is moved along its
-        self-motion toward q_near: posture_ik.toward_posture)."""
+    def ik_candidates(self, T, q_near, more=False):
+        """Joint solutions for tip pose T, nearest q_near first: every closed-form branch when the arm has them,
+        else numerical IK seeded from q_near (with ``more``: also from ``ik_seeds`` repeatable random seeds); for an
+        arm with more than six joints each numerical solution is moved along its self-motion toward q_near
+        (posture_ik.toward_posture; with ``more`` the unmoved ones from the random seeds are kept as well).
+        Duplicates (within 1e-3 rad) are dropped."""
         model = self.model
         sols = []
         self.last_ik_reason = ""
@@ -227,17 +239,79 @@ class Planner:
                 res = model.ik(T, seed=seed)
                 if res.success:
                     sols = [res.q]
+            if sols and more:
+                lo = np.where(np.isfinite(model.joint_lower), model.joint_lower, -math.pi)
+                hi = np.where(np.isfinite(model.joint_upper), model.joint_upper, math.pi)
+                rng = np.random.default_rng(0)
+                for _ in range(int(self.s.ik_seeds)):
+                    res = model.ik(T, q_seed=rng.uniform(lo, hi), max_restarts=0)
+                    if res.success:
+                        sols.append(res.q)
             if sols and model.dof > 6:
-                # redundant arm: of the self-motion of the solution, the posture nearest q_near
+                # redundant arm: of the self-motion of each solution, the posture nearest q_near (with ``more``,
+                # the solutions as found too: a posture near the start may come closer to an obstacle)
                 from .posture_ik import toward_posture
-                sols = [toward_posture(model, sols[0], T, q_near)[0]]
-        sols.sort(key=lambda q: float(np.linalg.norm(q - q_near)))
-        return sols
+                sols = [toward_posture(model, q, T, q_near)[0] for q in sols] + (sols[1:] if more else [])
+        unique = []
+        for q in sols:
+            if all(np.max(np.abs(q - u)) > 1e-3 for u in unique):
+                unique.append(q)
+        unique.sort(key=lambda q: float(np.linalg.norm(q - q_near)))
+        return unique
 
     def choose_ik(self, T, q_near, scene=None, required=None):
-        """The solution nearest q_near with every link above the floor, preferring (given a scene) one at
-        least ``required`` m from every obstacle; raises PlanningError(NO_IK_SOLUTION) with the reason."""
-        sols = self.ik_candidates(T, q_near)
+        """A joint solution of tip pose T with every link above the floor. Without a scene (or ``required``):
+        the one nearest q_near. With them: the solutions that the sampling planner accepts as a goal keeping the
+        safety margin (free in its own collision model, the held object included, with every obstacle grown by
+        at least the margin: ``growth``), ranked by
+        their clearance to the obstacles (RobotSpheres: the same spheres) up to ``goal_clearance`` and then by
+        joint distance from q_near; when none is free, PlanningError(COLLISION) naming the obstacle, the link and
+        the clearance of the clearest one. No solution: PlanningError(NO_IK_SOLUTION) with the reason.
+        ``last_goal_choice`` says which was taken."""
+        clearing = scene is not None and len(scene) and required is not None
+        sols = self._above_floor(self.ik_candidates(T, q_near))
+        if not clearing:
+            self.last_goal_choice = f"IK solution nearest the start ({len(sols)} found)"
+            return sols[0]
+        enough = max(float(required), float(self.s.goal_clearance))
+        ch = self._checker(scene, 0.0)
+        margin = self.s.safety_margin
+
+        def rate(qs):
+            clear = [float(np.min(self._clearances(q, scene)[0])) for q in qs]
+            return clear, [c >= margin and ch.is_free(q) and np.min(self.growth(scene, [q])) >= margin
+                           for c, q in zip(clear, qs)]
+
+        clear, free = rate(sols)
+        if not (free[0] and clear[0] >= enough) and self.model.analytic_ik() is None:   # more seeds and postures
+            sols = self._above_floor(self.ik_candidates(T, q_near, more=True))
+            clear, free = rate(sols)
+        order = sorted(range(len(sols)), key=lambda i: (not free[i], -min(clear[i], enough), i))
+        best = order[0]
+        if not free[best]:
+            best = max(range(len(sols)), key=lambda i: clear[i])
+            c = self._clearances(sols[best], scene)[0]
+            j = int(np.argmin(c))
+            od, sd = ch.distances(sols[best])
+            why = f"; in self-collision ({sd:.3f} m)" if sd < 0 and od >= 0 else ""
+            raise PlanningError(COLLISION, f"goal pose: none of the {len(sols)} IK solutions keeps the safety margin "
+                                           f"{margin:.3f} m from the obstacles in the planner's collision model "
+                                           f"(boxes grown as boxes); the clearest comes {c[j]:.3f} m from "
+                                           f"{self._describe(scene, j, sols[best])}{why}")
+        self.last_goal_choice = (f"IK solution {best + 1} of {len(sols)} (by clearance up to {enough:.3f} m, then "
+                                 f"nearest the start), clearance {clear[best]:.3f} m")
+        return sols[best]
+
+    def _checker(self, scene, inflate_m, floor_offset_m=0.0):
+        """The sampling planner's CollisionChecker (held object attached) for the obstacles grown by inflate_m
+        (planning_scene)."""
+        robot = self.collision_model
+        if self._held_shape is not None:
+            robot = copy.copy(robot)
+            robot.attach(self._held_shape)
+        return CollisionChecker(robot, self.planning_scene(scene, inflate_m, floor_offset_m), backend=self.s.backend)
+
+    def _above_floor(self, sols):
         if not sols:
             reason = self.last_ik_reason or "IK found no solution"
             raise PlanningError(NO_IK_SOLUTION, f"goal pose unreachable: {reason}")
@@ -245,18 +319,23 @@ class Planner:
         if not above:
             raise PlanningError(NO_IK_SOLUTION, f"all {len(sols)} IK solutions of the goal pose put a link below "
                                                 f"the floor (z = {self.floor})")
-        if scene is not None and len(scene) and required is not None:
-            clear = [q for q in above if np.all(self._clearances(q, scene)[0] >= required)]
-            if clear:
-                return clear[0]
-        return above[0]
+        return above
+
+    def _describe(self, scene, j, q=None):
+        """'obstacle #j (box 0.1 x 0.1 x 0.3 m at [x, y, z] m)' and, given q, the closest link of the robot."""
+        o = scene.obstacles[j]
+        what = (f"box {' x '.join(f'{v:.3f}' for v in o.size)} m" if o.is_box else f"sphere r {o.radius:.3f} m")
+        text = f"obstacle #{j} ({what} at {np.round(o.center, 3).tolist()} m)"
+        if q is not None and len(self.arm):
+            text += f", closest link '{self.arm.closest_link(q, o)[0]}'"
+        return text
 
     # ------------------------------------------------------------------- held and handled objects
     _held = None          # (K, 4) spheres of the held object in the tip frame during one request, else None
     _held_shape = None    # the same object as a Shape (tip frame), for the sampling planner's collision model
 
     def _clearances(self, q, scene):
-        """ArmSpheres.clearances with the held object's spheres (when one is attached) counted as the arm."""
+        """RobotSpheres.clearances with the held object's spheres (when one is attached) counted as the arm."""
         c, f = self.arm.clearances(q, scene)
         if self._held is None:
             return c, f
@@ -298,15 +377,16 @@ class Planner:
             mf = min(mf, f)
         return float(np.min(per, initial=np.inf)), mf, per
 
-    def _check_kept(self, scene, per, q0, q1, what):
-        """COLLISION when the path comes closer to an obstacle than min(margin, start, goal clearance)."""
+    def _check_kept(self, scene, per, q0, q1, what, need=None):
+        """COLLISION when the path comes closer to an obstacle than ``need`` (per obstacle, m; default
+        min(margin, start, goal clearance))."""
         margin = self.s.safety_margin
-        need = np.minimum(np.minimum(self._clearances(q0, scene)[0], self._clearances(q1, scene)[0]), margin)
+        if need is None:
+            need = np.minimum(np.minimum(self._clearances(q0, scene)[0], self._clearances(q1, scene)[0]), margin)
         bad = np.nonzero(per < need - 1e-6)[0]
         if len(bad):
             j = int(bad[0])
-            raise PlanningError(COLLISION, f"{what} comes {per[j]:.3f} m from obstacle #{j} at "
-                                           f"{np.round(scene.obstacles[j].center, 3).tolist()} (required "
+            raise PlanningError(COLLISION, f"{what} comes {per[j]:.3f} m from {self._describe(scene, j)} (required "
                                            f"{need[j]:.3f} m, safety margin {margin:.3f} m)")
 
     # ------------------------------------------------------------------------------------------ plan
@@ -348,35 +428,83 @@ class Planner:
         simplify(ch, np.array([q0, 0.5 * (q0 + q1), q1]))
         ch.first_colliding_segment(np.array([q0, q1]), 0.5)
 
-    def planning_scene(self, scene, inflate_m):
-        """PlanningScene of the obstacles (boxes, spheres) grown by inflate_m, and the floor as a slab."""
+    def planning_scene(self, scene, inflate_m, floor_offset_m=0.0):
+        """PlanningScene of the obstacles (boxes, spheres) grown by inflate_m (m: one value, or one per obstacle;
+        negative shrinks; an obstacle shrunk to nothing is left out), and the floor as a slab whose top is
+        floor_offset_m above the floor height."""
         shapes = []
-        for o in scene.obstacles:
+        grow = np.broadcast_to(np.asarray(inflate_m, dtype=np.float64), (len(scene.obstacles),))
+        for o, d in zip(scene.obstacles, grow):
             T = pose_matrix(o.center)
             if o.is_box:
-                shapes.append(Shape("box", 0.5 * o.size + inflate_m, T, "obstacle"))
-            else:
-                shapes.append(Shape("sphere", (o.radius + inflate_m,), T, "obstacle"))
+                half = 0.5 * o.size + d
+                if np.all(half > 1e-6):
+                    shapes.append(Shape("box", half, T, "obstacle"))
+            elif o.radius + d > 1e-6:
+                shapes.append(Shape("sphere", (o.radius + d,), T, "obstacle"))
         if self.floor is not None:
-            shapes.append(Shape("box", (50.0, 50.0, 0.5), pose_matrix((0.0, 0.0, self.floor - 0.5)), "floor"))
+            top = self.floor + float(floor_offset_m)
+            shapes.append(Shape("box", (50.0, 50.0, 0.5), pose_matrix((0.0, 0.0, top - 0.5)), "floor"))
         return PlanningScene(shapes)
 
-    def _sampled_path(self, scene, q0, q1):
-        """(PolylinePath, method, details) from the sampling planner, obstacles grown by the safety margin
-        (plus 1 cm for the difference between its spheres and the clearance model's); None when start or goal
-        is inside a grown obstacle (the heuristics then keep what clearance the start and goal have).
-        Raises PlanningError(PLANNING_FAILED) when no path is found within the time limit."""
+    def growth(self, scene, qs):
+        """Per obstacle, how much (m) the sampling planner grows it: the safety margin + GROWN_EXTRA_M, or, when
+        the configurations ``qs`` (start and goal) are not free of it so grown (a box grown as a box reaches
+        farther at its edges and corners than that distance), the first of the margin, half of it, and their
+        exact clearance / sqrt(3) - 2 mm (a box grown by d stays within d sqrt(3) of it) that they are free
+        of; negative (the obstacle shrunk) when they touch it. The path then keeps about what they have."""
         margin = self.s.safety_margin
+        top = margin + GROWN_EXTRA_M
+        grow = np.full(len(scene), top)
+        if not len(scene):
+            return grow
+        c = np.min([self._clearances(q, scene)[0] for q in qs], axis=0)
         robot = self.collision_model
         if self._held_shape is not None:
             robot = copy.copy(robot)
             robot.attach(self._held_shape)
-        ch = CollisionChecker(robot, self.planning_scene(scene, margin + 0.01), backend=self.s.backend)
+        for j, o in enumerate(scene.obstacles):
+            if c[j] >= top * math.sqrt(3.0):
+                continue
+            last = c[j] / math.sqrt(3.0) - 0.002 if c[j] > 0 else c[j] - 0.002
+            for g in (top, margin, 0.5 * margin):
+                if g <= last:
+                    break
+                one = Scene([o])
+                shapes = self.planning_scene(one, g)
+                shapes = PlanningScene([sh for sh in shapes.shapes if sh.name != "floor"])
+                ch = CollisionChecker(robot, shapes)
+                if all(ch.distances(q)[0] >= 0.0 for q in qs):
+                    last = g
+                    break
+            grow[j] = min(top, last)
+        return grow
+
+    def _sampled_path(self, scene, q0, q1):
+        """(PolylinePath, method, details) from the sampling planner, obstacles grown by the safety margin
+        plus GROWN_EXTRA_M (the edges are checked at discrete steps): see ``growth`` for an obstacle that the
+        start or the goal is too close to. Raises PlanningError(COLLISION) naming what start or goal collides
+        with when they are still not free (self-collision), PLANNING_FAILED when no path is found within the
+        time limit."""
+        margin = self.s.safety_margin
+        grow = self.growth(scene, (q0, q1))
+        # the floor likewise, when start or goal already reach below it (a tool that touches the table)
+        f = min(self._clearances(q0, scene)[1], self._clearances(q1, scene)[1])
+        floor_offset = min(0.0, f - 0.002)
+        # what the path is then guaranteed to keep (a box grown by d keeps d at its faces; edges checked 5 mm finer)
+        self._path_need = np.where(grow < margin + GROWN_EXTRA_M, np.minimum(grow - 0.005, margin), margin)
+        ch = self._checker(scene, grow, floor_offset)
+        robot = ch.robot
         self._last_checker = ch
         res = plan_path(ch, q0, q1, planner=self.s.path_planner, time_limit_s=self.s.planning_time_limit,
                         seed=self.s.planner_seed)
         if not res.valid:
-            return None
+            bad = [(what, q) for what, q in (("start", q0), ("goal", q1)) if not ch.is_free(q)]
+            what, q = bad[0] if bad else ("start", q0)
+            obstacle_d, self_d = ch.distances(q)
+            raise PlanningError(COLLISION, f"{self.s.path_planner}: the {what} configuration is in collision in the "
+                                           f"planner's model ({robot.source or 'collision spheres'}): obstacle "
+                                           f"distance {obstacle_d:.3f} m, self distance {self_d:.3f} m")
         if not res.success:
             raise PlanningError(PLANNING_FAILED, f"{self.s.path_planner}: {res.message}")
         info = dict(waypoints=len(res.path), smoothing="polyline", search_time=res.planning_time_s,
@@ -486,6 +614,7 @@ class Planner:
             raise PlanningError(INVALID_INPUT, "no goal (goal_joints or goal_pose)")
         details = {}
         self._last_checker = None
+        self._path_need = None
         if req.path_type == PATH_CARTESIAN:
             T_goal = goal_T if goal_T is not None else model.fk(q1)
             path = CartesianPath(model, q0, T_goal, max_joint_step=self.s.max_joint_step,
@@ -504,7 +633,9 @@ class Planner:
                                                      "obstacles: plan in joint space with avoid_obstacles)")
         else:
             if q1 is None:
-                q1 = self.choose_ik(goal_T, q0, scene if req.avoid_obstacles else None, margin)
+                q1 = self.choose_ik(goal_T, q0, scene if req.avoid_obstacles else None, margin + GROWN_EXTRA_M)
+                details["goal"] = self.last_goal_choice
+                log.info("goal pose: %s", self.last_goal_choice)
             sampled = None
             if req.avoid_obstacles and len(scene) and self.s.path_planner != HEURISTICS:
                 sampled = self._sampled_path(scene, q0, q1)
@@ -528,11 +659,12 @@ class Planner:
         if len(scene) or self.floor is not None:
             mo, mf, per = self._min_clearance(densify(traj.positions, 0.01), scene)
             if req.avoid_obstacles and len(scene):
-                self._check_kept(scene, per, q0, traj.positions[-1], "the trajectory")
+                self._check_kept(scene, per, q0, traj.positions[-1], "the trajectory", self._path_need)
         msg = (f"{method} path, {traj.profile}, {traj.duration:.3f} s, {len(traj)} points"
                + (f", min obstacle clearance {mo:.3f} m" if math.isfinite(mo) else "")
                + (", holding an object" if self._held is not None else "")
-               + (f"; {dropped} obstacle(s) ignored (the held or allowed object)" if dropped else ""))
+               + (f"; {dropped} obstacle(s) ignored (the held or allowed object)" if dropped else "")
+               + (f"; goal: {details['goal']}" if "goal" in details else ""))
         if req.avoid_obstacles and len(scene):
             close = [j for j in range(len(scene)) if min(self._clearances(q0, scene)[0][j],
                                                          self._clearances(q1, scene)[0][j]) < margin]
