@@ -3,7 +3,8 @@
 Parameters: urdf_path (file, start-up only) | robot_description (URDF or kinematic.json text, never a path),
 base_link, tip_link (see ros.model_source for the contract).
 Topics: robot_description (std_msgs/String, transient local). Services: get_robot_model, compute_fk,
-compute_ik, compute_dynamics (manip_msgs). Bad requests get an ErrorCode and a message; the node keeps serving.
+compute_ik (with each solution's distance to singularity: minimum singular value and manipulability),
+compute_dynamics (manip_msgs). Bad requests get an ErrorCode and a message; the node keeps serving.
 A new robot_description parameter value is parsed first and rejected (with the reason) unless it is description
 text that parses; the same robot again is a no-op.
 """
@@ -19,6 +20,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
+from .analysis.manipulability import solution_measures
 from .errors import InputError, ModelError
 from .ros.conversions import matrix_to_pose, pose_to_matrix
 from .ros.model_source import DESCRIPTION_QOS, RobotModelSource
@@ -166,11 +168,18 @@ class ModelServer(Node):
             ref = seed if seed is not None else np.zeros(m.dof)
             solutions = sorted(sols, key=lambda q: float(np.linalg.norm(q - ref)))
         else:
-            r = m.ik(T, q_seed=seed, tol_position_m=tol_p, tol_rotation_rad=tol_r, position_only=position_only)
+            try:   # (a target beyond the kernels' input bound, 1e100, is refused there: not a crash of the node)
+                r = m.ik(T, q_seed=seed, tol_position_m=tol_p, tol_rotation_rad=tol_r, position_only=position_only)
+            except InputError as e:
+                return _err(response, ErrorCode.INVALID_INPUT, str(e))
             if not r.success:
                 return _err(response, ErrorCode.NO_IK_SOLUTION, r.message)
             solutions = [r.q]
         dp, dr = pose_error(m.fk(solutions[0]), T)
+        part, smin, w = solution_measures(m, np.array(solutions), position_only)
+        response.measure_part = part
+        response.min_singular_values = [float(x) for x in smin]
+        response.manipulabilities = [float(x) for x in w]
         response.solutions = [JointState(name=list(m.joint_names), position=[float(x) for x in q])
                               for q in solutions]
         response.position_error = dp

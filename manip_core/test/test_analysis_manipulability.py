@@ -127,3 +127,22 @@ def test_fewer_joints_than_rows_and_bad_input():
         robot.min_singular_value([0.0, np.nan, 0.0])
     with pytest.raises(InputError, match=r"\(N, 3\)"):
         robot.condition_number_batch(np.zeros((4, 2)))
+
+
+def test_solution_measures_of_ik_solutions():
+    """What compute_ik reports per solution: the planar 2R's closed-form IK pair (elbow up/down) has
+    manipulability l1 l2 |sin q2| on its position Jacobian; a 6R pose IK uses the full body Jacobian."""
+    from manip_core.analysis.manipulability import solution_measures
+    robot = RobotModel.load("planar2r")
+    target = robot.fk(np.array([0.4, 1.1]))
+    sols = robot.ik_all(target[:3, 3])
+    assert len(sols) == 2
+    part, smin, w = solution_measures(robot, sols)
+    assert part == "position"
+    np.testing.assert_allclose(w, [L1 * L2 * abs(np.sin(q[1])) for q in sols], rtol=1e-12)
+    assert np.all(smin > 0) and np.all(smin <= w / smin + 1e-12)   # sigma_min <= sigma_max = w / sigma_min
+    ur5 = RobotModel.load("ur5")
+    part, smin, w = solution_measures(ur5, [np.zeros(6)])
+    assert part == "full" and smin.shape == (1,) and smin[0] < 1e-9   # zero pose: wrist and shoulder singular
+    assert solution_measures(ur5, [np.zeros(6)], position_only=True)[0] == "position"
+    assert solution_measures(ur5, np.zeros((0, 6)))[1].shape == (0,)

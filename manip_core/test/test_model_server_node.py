@@ -93,6 +93,35 @@ def test_fk_and_ik_round_trip(graph, ur5):
     assert ik.position_error < 1e-6 and ik.rotation_error < 1e-6
 
 
+def test_ik_reports_each_solutions_distance_to_singularity(graph, ur5):
+    """compute_ik's per-solution measures are the singular values of Pinocchio's body Jacobian at each solution;
+    the UR5's straight elbow (q3 = 0) gives a zero minimum singular value."""
+    import pinocchio as pin
+    pm = pin.buildModelFromUrdf(UR5)
+    pd, fid = pm.createData(), pm.getFrameId("ee_link")
+    assert list(pm.names[1:]) == ur5.joint_names
+    smallest = {}
+    for name, q in (("regular", np.array([0.3, -1.2, 1.4, -0.7, 1.1, 0.4])),
+                    ("elbow straight", np.array([0.3, -1.2, 0.0, -0.7, 1.1, 0.4]))):
+        target = PoseStamped(pose=matrix_to_pose(ur5.fk(q)))
+        res = call(graph[0], ComputeIK, "compute_ik", ComputeIK.Request(target=target, all_solutions=True))
+        assert res.success, res.message
+        assert res.measure_part == "full"
+        assert len(res.min_singular_values) == len(res.manipulabilities) == len(res.solutions) >= \
+            (2 if name == "regular" else 1)
+        for sol, smin, w in zip(res.solutions, res.min_singular_values, res.manipulabilities):
+            s = np.linalg.svd(pin.computeFrameJacobian(pm, pd, np.array(sol.position), fid, pin.LOCAL),
+                              compute_uv=False)
+            assert smin == pytest.approx(s[-1], abs=1e-9) and w == pytest.approx(np.prod(s), abs=1e-9)
+        smallest[name] = min(res.min_singular_values)
+    assert smallest["regular"] > 1e-3 and smallest["elbow straight"] < 1e-6
+    res = call(graph[0], ComputeIK, "compute_ik", ComputeIK.Request(
+        target=PoseStamped(pose=matrix_to_pose(ur5.fk(np.full(6, 0.3)))), position_only=True))
+    assert res.success and res.measure_part == "position" and len(res.min_singular_values) == 1
+    assert res.min_singular_values[0] == pytest.approx(
+        ur5.min_singular_value(np.array(res.solutions[0].position), "position"), rel=1e-12)
+
+
 def test_dynamics_service_matches_library(graph, ur5):
     q, qd, qdd = np.full(6, 0.2), np.full(6, -0.3), np.full(6, 0.5)
     res = call(graph[0], ComputeDynamics, "compute_dynamics",

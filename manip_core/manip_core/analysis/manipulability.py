@@ -90,6 +90,24 @@ def measures_batch(robot, Q, part="full"):
     return measures_from_sigma(singular_values(jacobians(robot, Q, part)))
 
 
+def solution_part(robot, position_only=False):
+    """The part that measures how far an IK solution is from a singularity: "position" when the IK matched the
+    tip position only (always for arms with fewer than six joints), else "full"."""
+    return "position" if position_only or robot.dof < 6 else "full"
+
+
+def solution_measures(robot, Q, position_only=False):
+    """(part, min_singular_value (N,), manipulability (N,)) of the IK solutions Q (N, dof) of ``robot``, with
+    part = solution_part(robot, position_only); see the module docstring for the units. What compute_ik
+    reports per solution, and what a goal selection can rank IK candidates by (larger: farther from singular)."""
+    part = solution_part(robot, position_only)
+    Q = np.asarray(Q, dtype=np.float64).reshape(-1, robot.dof)
+    if Q.shape[0] == 0:
+        return part, np.zeros(0), np.zeros(0)
+    m = measures_batch(robot, Q, part)
+    return part, m["min_singular_value"], m["manipulability"]
+
+
 def ellipsoid_batch(robot, Q, part="full", kind="velocity"):
     """Velocity or force ellipsoids at Q (N, dof): Ellipsoid with axes (N, m, m), lengths (N, m)."""
     if kind not in ("velocity", "force"):
