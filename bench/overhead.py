@@ -4,20 +4,24 @@
     python bench/overhead.py            # ~1-2 min
     python bench/overhead.py --quick    # ~20 s
 
-For each op (FK, RNEA, mass matrix, forward dynamics, RNEA derivatives) it times, in one run with the
+For each op (FK, space Jacobian, RNEA, mass matrix, forward dynamics, RNEA derivatives) it times, in one run with the
 variants alternating block by block (so that all see the same load):
 
-- call: ``robot.op(args)`` as a user writes it (input checks, a new output array, kernel entry point, kernel);
+- call: ``robot.op(args)`` as a user writes it (a new output array, the fast path, kernel);
 - call, out= data=: the same with a caller-owned output and workspace (no allocation);
-- entry point + kernel: the kernel's compiled entry point (manip_core._entry, what robot.op calls since
-  2026-11-25) from Python with ready arrays: unboxing and kernel, no per-call type dispatch;
-- dispatcher + kernel: the numba dispatcher with ready arrays (type dispatch, unboxing, kernel);
+- fast path + kernel: manip_core._fast's dispatcher with ready arrays (what robot.op calls first since
+  2026-11-25 11:30: one int handle reaches the model's arrays, numba checks the argument types in C, no NRT
+  meminfo per array);
+- entry point + kernel: the kernel's compiled entry point (manip_core._entry, the checked path robot.op takes
+  for inputs the fast path does not accept) from Python with ready arrays: unboxing and kernel;
+- dispatcher + kernel: the kernel's own numba dispatcher with ready arrays (type dispatch, unboxing, kernel);
 - no-op dispatcher: a numba function with the same argument types that does nothing (unboxing, type dispatch);
 - kernel: the kernel called in a compiled loop (no Python at all), per call;
 - Pinocchio: the same op through its Python bindings (results in its Data, as manip's out= call).
 
-and derives: checks + wrapper = (call, out=) - (entry point + kernel); allocation = call - (call, out=);
-entry point = (entry point + kernel) - kernel; dispatch saved = (dispatcher + kernel) - (entry point + kernel).
+and derives: Python wrapper = (call, out=) - (fast path + kernel); allocation = call - (call, out=);
+fast path's dispatch = (fast path + kernel) - kernel; unboxing saved by the handle = (entry point + kernel) -
+(fast path + kernel).
 Times are CPU time of the benchmark's thread (time.thread_time: a thread that other jobs deschedule does not
 count the wait; caches and a shared core still slow it), median and minimum over blocks, each block the mean
 of a loop over 50 states, ns. Then two Python threads: the wall-clock speed-up over one thread doing the same
@@ -43,7 +47,7 @@ from results_io import save_results  # noqa: E402
 
 from numba import njit  # noqa: E402
 
-from manip_core import _derivative_kernels as D, _entry as E, _kernels as K  # noqa: E402
+from manip_core import _derivative_kernels as D, _entry as E, _fast as F, _kernels as K  # noqa: E402
 from manip_core.model import RobotModel  # noqa: E402
 from manip_core.reference_robots import example_robot  # noqa: E402
 
@@ -59,6 +63,15 @@ def _loop_fk(mf, mi, ws, Q, out, reps):
     for _ in range(reps):
         for k in range(Q.shape[0]):
             s += K.fk(mf, mi, ws, Q[k], out)
+    return s
+
+
+@njit(cache=True)
+def _loop_jac(mf, mi, ws, Q, out, reps):
+    s = 0
+    for _ in range(reps):
+        for k in range(Q.shape[0]):
+            s += K.jacobian_space(mf, mi, ws, Q[k], out)
     return s
 
 
@@ -98,7 +111,7 @@ def _loop_rnead(mf, mi, ws, dws, Q, V, A, g, f, o1, o2, o3, reps):
     return s
 
 
-OPS = [("fk", "FK"), ("rnea", "RNEA"), ("crba", "mass matrix"), ("fd", "forward dynamics"),
+OPS = [("fk", "FK"), ("jac", "space Jacobian"), ("rnea", "RNEA"), ("crba", "mass matrix"), ("fd", "forward dynamics"),
        ("rnead", "RNEA derivatives")]
 
 
@@ -106,7 +119,8 @@ def variants(robot, pr, data, Q, V, A, TAU):
     """{op: {variant: (fn, arglist)}} and {op: compiled-loop timer}."""
     n = robot.dof
     mf, mi, ws, dws, g, f = robot._mf, robot._mi, data.ws, data.dws, robot._g_default, np.zeros(0)
-    T, tau, M = np.empty((4, 4)), np.empty(n), np.empty((n, n))
+    h = data._h   # the fast path's handle of this RobotData (manip_core._fast)
+    T, tau, M, J = np.empty((4, 4)), np.empty(n), np.empty((n, n)), np.empty((6, n))
     D3 = tuple(np.empty((n, n)) for _ in range(3))
     q1 = [(q,) for q in Q]
     s3 = list(zip(Q, V, A))
@@ -115,30 +129,42 @@ def variants(robot, pr, data, Q, V, A, TAU):
     v = {
         "fk": {"call": (lambda q: robot.fk(q), q1),
                "call, out= data=": (lambda q: robot.fk(q, out=T, data=data), q1),
+               "fast path + kernel": (lambda q: F.fk_nogil(h, q, T), q1),
                "entry point + kernel": (lambda q: E.fk(mf, mi, ws, q, T), q1),
                "dispatcher + kernel": (lambda q: K.fk(mf, mi, ws, q, T), q1),
                "no-op dispatcher": (lambda q: _noop(mf, mi, ws, q, T), q1),
                "Pinocchio": (pr.fk, q1)},
+        "jac": {"call": (lambda q: robot.jacobian_space(q), q1),
+                "call, out= data=": (lambda q: robot.jacobian_space(q, out=J, data=data), q1),
+                "fast path + kernel": (lambda q: F.jacobian_space_nogil(h, q, J), q1),
+                "entry point + kernel": (lambda q: E.jacobian_space(mf, mi, ws, q, J), q1),
+                "dispatcher + kernel": (lambda q: K.jacobian_space(mf, mi, ws, q, J), q1),
+                "no-op dispatcher": (lambda q: _noop(mf, mi, ws, q, J), q1),
+                "Pinocchio": (pr.jac, q1)},
         "rnea": {"call": (lambda q, v, a: robot.inverse_dynamics(q, v, a), s3),
                  "call, out= data=": (lambda q, v, a: robot.inverse_dynamics(q, v, a, out=tau, data=data), s3),
+                 "fast path + kernel": (lambda q, v, a: F.rnea_nogil(h, q, v, a, tau), s3),
                  "entry point + kernel": (lambda q, v, a: E.rnea(mf, mi, ws, q, v, a, g, f, tau), s3),
                  "dispatcher + kernel": (lambda q, v, a: K.rnea(mf, mi, ws, q, v, a, g, f, tau), s3),
                  "no-op dispatcher": (lambda q, v, a: _noop(mf, mi, ws, q, v, a, g, f, tau), s3),
                  "Pinocchio": (pr.rnea, s3)},
         "crba": {"call": (lambda q: robot.mass_matrix(q), q1),
                  "call, out= data=": (lambda q: robot.mass_matrix(q, out=M, data=data), q1),
+                 "fast path + kernel": (lambda q: F.mass_matrix_nogil(h, q, M), q1),
                  "entry point + kernel": (lambda q: E.mass_matrix(mf, mi, ws, q, M), q1),
                  "dispatcher + kernel": (lambda q: K.mass_matrix(mf, mi, ws, q, M), q1),
                  "no-op dispatcher": (lambda q: _noop(mf, mi, ws, q, M), q1),
                  "Pinocchio": (pr.crba, q1)},
         "fd": {"call": (lambda q, v, t: robot.forward_dynamics(q, v, t), f3),
                "call, out= data=": (lambda q, v, t: robot.forward_dynamics(q, v, t, out=tau, data=data), f3),
+               "fast path + kernel": (lambda q, v, t: F.forward_dynamics_nogil(h, q, v, t, tau), f3),
                "entry point + kernel": (lambda q, v, t: E.forward_dynamics(mf, mi, ws, q, v, t, g, f, tau), f3),
                "dispatcher + kernel": (lambda q, v, t: K.forward_dynamics(mf, mi, ws, q, v, t, g, f, tau), f3),
                "no-op dispatcher": (lambda q, v, t: _noop(mf, mi, ws, q, v, t, g, f, tau), f3),
                "Pinocchio": (pr.aba, f3)},
         "rnead": {"call": (lambda q, v, a: robot.rnea_derivatives(q, v, a), s3),
                   "call, out= data=": (lambda q, v, a: robot.rnea_derivatives(q, v, a, out=D3, data=data), s3),
+                  "fast path + kernel": (lambda q, v, a: F.rnea_derivatives_nogil(h, q, v, a, *D3), s3),
                   "entry point + kernel": (lambda q, v, a: E.rnea_derivatives(mf, mi, ws, dws, q, v, a, g, f,
                                                                               *D3), s3),
                   "dispatcher + kernel": (lambda q, v, a: D.rnea_derivatives(mf, mi, ws, dws, q, v, a, g, f, *D3),
@@ -148,6 +174,7 @@ def variants(robot, pr, data, Q, V, A, TAU):
     }
     loops = {
         "fk": lambda r: _loop_fk(mf, mi, ws, Q, T, r),
+        "jac": lambda r: _loop_jac(mf, mi, ws, Q, J, r),
         "rnea": lambda r: _loop_rnea(mf, mi, ws, Q, V, A, g, f, tau, r),
         "crba": lambda r: _loop_crba(mf, mi, ws, Q, M, r),
         "fd": lambda r: _loop_fd(mf, mi, ws, Q, V, TAU, g, f, tau, r),
@@ -213,7 +240,7 @@ def thread_scaling(robot, Q, V, A, reps):
     return out
 
 
-COLS = ["call", "call, out= data=", "entry point + kernel", "dispatcher + kernel", "no-op dispatcher", "kernel",
+COLS = ["call", "call, out= data=", "fast path + kernel", "entry point + kernel", "dispatcher + kernel", "no-op dispatcher", "kernel",
         "Pinocchio"]
 
 
@@ -235,16 +262,16 @@ def render(res):
                      f" | {d['call']['median_ns'] / d['Pinocchio']['median_ns']:.2f}x"
                      f" | {d['call, out= data=']['median_ns'] / d['Pinocchio']['median_ns']:.2f}x |")
     L += ["", "## Breakdown of `call` (ns, derived from the minima over blocks: the least disturbed)", "",
-          "| robot | op | input checks + wrapper | output allocation | entry point (unboxing, call, return) | "
-          "kernel | call | numba type dispatch (saved by the entry point) |",
+          "| robot | op | Python wrapper | output allocation | fast path's dispatch (type check in C, unboxing, "
+          "call, return) | kernel | call | _entry's 5-9 arrays minus the fast path's (handle, no type check) |",
           "|---|---|---:|---:|---:|---:|---:|---:|"]
     for rname, ops in res["robots"].items():
         for op, label in OPS:
             d = {k: v["min_ns"] for k, v in ops[op].items()}
-            checks = d["call, out= data="] - d["entry point + kernel"]
+            checks = d["call, out= data="] - d["fast path + kernel"]
             alloc = d["call"] - d["call, out= data="]
-            entry = d["entry point + kernel"] - d["kernel"]
-            saved = d["dispatcher + kernel"] - d["entry point + kernel"]
+            entry = d["fast path + kernel"] - d["kernel"]
+            saved = d["entry point + kernel"] - d["fast path + kernel"]
             L.append(f"| {rname} | {label} | {checks:.0f} | {alloc:.0f} | {entry:.0f} | "
                      f"{d['kernel']:.0f} | {d['call']:.0f} | {saved:.0f} |")
     L += ["", "## Two Python threads (wall-clock speed-up over one thread doing the same calls)", "",
@@ -255,8 +282,10 @@ def render(res):
             shared = d["model's workspace"]
             L.append(f"| {rname} | {op} | {d['own data']:.2f}x | {shared:.2f}x |")
     L += ["", "Columns: *call* `robot.op(...)`; *call, out= data=* with caller-owned output and RobotData; "
-          "*entry point + kernel* the kernel's compiled entry point (manip_core._entry, no type dispatch) called "
-          "from Python with ready arrays; *dispatcher + kernel* the numba dispatcher with ready arrays; "
+          "*fast path + kernel* what the methods call first since 2026-11-25 11:30 (manip_core._fast: one int "
+          "handle for the model's arrays, numba's type check in C, no NRT meminfo) with ready arrays; "
+          "*entry point + kernel* the kernel's compiled entry point (manip_core._entry, the checked path's call, no "
+          "type dispatch) called from Python with ready arrays; *dispatcher + kernel* the numba dispatcher with ready arrays; "
           "*no-op dispatcher* a numba function with the same argument types (as *args) that returns 0; *kernel* the kernel in a compiled loop; "
           "*Pinocchio* its Python binding (`forwardKinematics`+`updateFramePlacement`, `rnea`, `crba`, `aba`, "
           "`computeRNEADerivatives`, each through one Python function like manip's variants). Every time "

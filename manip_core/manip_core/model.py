@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 import numpy as np
 
-from . import _derivative_kernels as _DK, _entry as E, _ik_kernel, _kernels as K, _lane_kernels as _LK
+from . import _derivative_kernels as _DK, _entry as E, _fast as F, _ik_kernel, _kernels as K, _lane_kernels as _LK
 from . import dynamics_derivatives as _deriv
 from .compile import compile_tree
 from .errors import InputError, ModelError
@@ -60,6 +60,8 @@ class RobotModel:
         self._mf, self._mi = c.mf, c.mi
         self._ws = K.new_ws(c.mi)  # scratch of the single-call kernels (they hold the GIL)
         self._dws = _DK.new_dws(c.mi)  # scratch of the derivative kernels
+        # one int reaches mf, mi, ws, dws and the default gravity (manip_core._fast: the single calls' fast path)
+        self._hdr, self._h = F.make_handle(c.mf, c.mi, self._ws, self._dws, self._g_default, c.has_inertia)
         self._link_frames = c.link_frames
         self._has_inertia = c.has_inertia
         self.base_link = base_link or tree.root
@@ -167,6 +169,11 @@ class RobotModel:
             raise InputError(f"data was created by another RobotModel than {self.name!r} (use create_data())")
         return data._ws
 
+    # The fast path of every single call below: manip_core._fast's kernel with the model's (or data's) handle.
+    # Its numba dispatcher accepts only writeable aligned C-contiguous float64 arrays (TypeError otherwise) and
+    # the kernel returns 3 for a wrong size, 1 for NaN/inf, 2 for a singular mass matrix; on any of these the
+    # method goes on to its checked path, which converts what it can or raises the project's errors.
+
     def create_data(self):
         """A RobotData: preallocated kernel scratch owned by one caller (or thread); pass it as ``data=``."""
         return RobotData(self)
@@ -217,12 +224,14 @@ class RobotModel:
 
         out: optional (4, 4) float64 array to fill and return; data: a RobotData from create_data() (the
         model's own scratch when None). Every single-call method below takes the same two keywords."""
-        if link is None and out is None and data is None and q.__class__ is np.ndarray and q.dtype is _F64 \
-                and q.shape == self._qshape and q.flags.carray:
-            out = np.empty((4, 4))   # the common call, _vec's checks inline
-            if E.fk(self._mf, self._mi, self._ws, q, out):
-                self._status(1, "fk")
-            return out
+        if link is None:
+            o = np.empty((4, 4)) if out is None else out
+            try:
+                if not (F.fk(self._h, q, o) if data is None else F.fk_nogil(
+                        data._h if data._mi is self._mi else self._ws_of(data), q, o)):
+                    return o
+            except TypeError:
+                pass
         q = self._vec(q, self.dof, "q")
         out = np.empty((4, 4)) if out is None else self._out(out, (4, 4))
         if link is None:
@@ -249,12 +258,13 @@ class RobotModel:
 
     def jacobian_space(self, q, *, out=None, data=None):
         """Space Jacobian (6, dof): the tip's spatial twist [omega; v] in the base frame is J_s qd."""
-        if out is None and data is None and q.__class__ is np.ndarray and q.dtype is _F64 \
-                and q.shape == self._qshape and q.flags.carray:
-            out = np.empty((6, self.dof))   # the common call, _vec's checks inline
-            if E.jacobian_space(self._mf, self._mi, self._ws, q, out):
-                self._status(1, "jacobian_space")
-            return out
+        o = np.empty((6, self.dof)) if out is None else out
+        try:
+            if not (F.jacobian_space(self._h, q, o) if data is None else F.jacobian_space_nogil(
+                    data._h if data._mi is self._mi else self._ws_of(data), q, o)):
+                return o
+        except TypeError:
+            pass
         q = self._vec(q, self.dof, "q")
         out = np.empty((6, self.dof)) if out is None else self._out(out, (6, self.dof))
         if E.jacobian_space(self._mf, self._mi, self._ws, q, out) if data is None else \
@@ -264,6 +274,13 @@ class RobotModel:
 
     def jacobian_body(self, q, *, out=None, data=None):
         """Body Jacobian (6, dof): the tip's twist [omega; v] in the tip frame is J_b qd; J_b = Ad_{T^-1} J_s."""
+        o = np.empty((6, self.dof)) if out is None else out
+        try:
+            if not (F.jacobian_body(self._h, q, o) if data is None else F.jacobian_body_nogil(
+                    data._h if data._mi is self._mi else self._ws_of(data), q, o)):
+                return o
+        except TypeError:
+            pass
         q = self._vec(q, self.dof, "q")
         out = np.empty((6, self.dof)) if out is None else self._out(out, (6, self.dof))
         if E.jacobian_body(self._mf, self._mi, self._ws, q, out) if data is None else \
@@ -316,7 +333,7 @@ class RobotModel:
                               float(tol_position_m), float(tol_rotation_rad), bool(position_only),
                               int(max_iterations), int(max_restarts), int(seed), 1e-12, q, info)
         if st == 1:
-            raise InputError("T_target or q_seed holds NaN or inf")
+            raise InputError(f"T_target or q_seed holds NaN, inf or a magnitude above {K.INPUT_BOUND:g}")
         if st == 2:
             raise InputError("T_target's rotation is not orthonormal (R^T R != I or det R < 0)")
         ok, dp, dr = bool(info[0]), float(info[1]), float(info[2])
@@ -359,6 +376,14 @@ class RobotModel:
         gravity: (3,) m/s^2 in the base frame. f_tip: the wrench [moment; force] (N*m; N) that the tip
         exerts on the environment, expressed in the tip frame at the tip origin (Modern Robotics' F_tip).
         """
+        if gravity is GRAVITY_DEFAULT and f_tip is None:
+            o = np.empty(self.dof) if out is None else out
+            try:
+                if not (F.rnea(self._h, q, qd, qdd, o) if data is None else F.rnea_nogil(
+                        data._h if data._mi is self._mi else self._ws_of(data), q, qd, qdd, o)):
+                    return o
+            except TypeError:
+                pass
         if not self._has_inertia:
             self._need_inertia()
         q, qd, qdd = self._vec3(q, qd, qdd, _QVA)
@@ -389,14 +414,15 @@ class RobotModel:
 
     def mass_matrix(self, q, *, out=None, data=None):
         """Joint-space mass matrix M(q) (dof, dof), symmetric positive definite; composite rigid bodies."""
+        o = np.empty((self.dof, self.dof)) if out is None else out
+        try:
+            if not (F.mass_matrix(self._h, q, o) if data is None else F.mass_matrix_nogil(
+                    data._h if data._mi is self._mi else self._ws_of(data), q, o)):
+                return o
+        except TypeError:
+            pass
         if not self._has_inertia:
             self._need_inertia()
-        if out is None and data is None and q.__class__ is np.ndarray and q.dtype is _F64 \
-                and q.shape == self._qshape and q.flags.carray:
-            out = np.empty((self.dof, self.dof))   # the common call, _vec's checks inline
-            if E.mass_matrix(self._mf, self._mi, self._ws, q, out):
-                self._status(1, "mass_matrix")
-            return out
         q = self._vec(q, self.dof, "q")
         out = np.empty((self.dof, self.dof)) if out is None else self._out(out, (self.dof, self.dof))
         if E.mass_matrix(self._mf, self._mi, self._ws, q, out) if data is None else \
@@ -424,8 +450,8 @@ class RobotModel:
     def _zeros(self):
         z = self.__dict__.get("_zeros_dof")
         if z is None:
+            # writeable (the fast path's kernels take writeable arrays only); no kernel writes its inputs
             z = self.__dict__["_zeros_dof"] = np.zeros(self.dof)
-            z.setflags(write=False)
         return z
 
     def coriolis_matrix(self, q, qd):
@@ -443,6 +469,14 @@ class RobotModel:
 
     def forward_dynamics(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None, data=None):
         """qdd = M(q)^-1 (tau - c(q, qd) - g(q) - J_b^T f_tip) (rad/s^2 or m/s^2), Cholesky solve."""
+        if gravity is GRAVITY_DEFAULT and f_tip is None:
+            o = np.empty(self.dof) if out is None else out
+            try:
+                if not (F.forward_dynamics(self._h, q, qd, tau, o) if data is None else F.forward_dynamics_nogil(
+                        data._h if data._mi is self._mi else self._ws_of(data), q, qd, tau, o)):
+                    return o
+            except TypeError:
+                pass
         if not self._has_inertia:
             self._need_inertia()
         q, qd, tau = self._vec3(q, qd, tau, _QVT)
@@ -475,6 +509,15 @@ class RobotModel:
     # caller-owned (dof, dof) float64 C-contiguous arrays, filled and returned (no allocation).
     def rnea_derivatives(self, q, qd, qdd, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None, data=None):
         """(dtau/dq, dtau/dqd, dtau/dqdd = M(q)) of inverse_dynamics at (q, qd, qdd), each (dof, dof)."""
+        if gravity is GRAVITY_DEFAULT and f_tip is None and (out is None or out.__class__ is tuple and len(out) == 3):
+            n = self.dof
+            o = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n))) if out is None else out
+            try:
+                if not (F.rnea_derivatives(self._h, q, qd, qdd, *o) if data is None else F.rnea_derivatives_nogil(
+                        data._h if data._mi is self._mi else self._ws_of(data), q, qd, qdd, *o)):
+                    return o
+            except TypeError:
+                pass
         return _deriv.rnea_derivatives(self, q, qd, qdd, gravity, f_tip, out, data)
 
     def rnea_derivatives_batch(self, Q, QD, QDD, gravity=GRAVITY_DEFAULT, f_tip=None):

@@ -12,7 +12,7 @@ manip_core/test/test_robot_data.py).
 """
 from __future__ import annotations
 
-from . import _derivative_kernels as _DK, _kernels as K
+from . import _derivative_kernels as _DK, _fast as F, _kernels as K
 
 
 class RobotData:
@@ -22,13 +22,17 @@ class RobotData:
     the Jacobian's time derivative (float64 arrays sized for the model's bodies and joints).
     """
 
-    __slots__ = ("_ws", "_dws", "_mi", "_name")
+    __slots__ = ("_ws", "_dws", "_mi", "_mf", "_g", "_name", "_hdr", "_h")
 
     def __init__(self, model):
         self._mi = model._mi  # identity tells which model this data belongs to
         self._name = model.name
         self._ws = K.new_ws(model._mi)
         self._dws = _DK.new_dws(model._mi)
+        # the handle (manip_core._fast) points at these arrays: the references keep them alive with this data
+        self._mf, self._g = model._mf, model._g_default
+        self._hdr, self._h = F.make_handle(model._mf, model._mi, self._ws, self._dws, model._g_default,
+                                           model._has_inertia)
 
     # read-only: the kernels' compiled entry points (manip_core._entry) trust these arrays' type and size
     @property

@@ -90,8 +90,8 @@ def test_steady_state_calls_allocate_nothing(ur5):
         _, peak_alloc = _peak_bytes(allocating)
         assert held <= 64, f"{name}: {held} bytes kept after 300 calls"
         assert peak <= peak_bare + 32, f"{name}: peak {peak} B with out=/data= vs {peak_bare} B for the kernel"
-        # the measurement sees an allocation: the allocating form peaks higher by at least one small array
-        assert peak_alloc >= peak + 100, f"{name}: allocating call peaks at {peak_alloc} B, out= at {peak} B"
+        # the measurement sees an allocation: the allocating form peaks higher by at least one joint vector
+        assert peak_alloc >= peak + 8 * ur5.dof, f"{name}: allocating call peaks at {peak_alloc} B, out= at {peak} B"
 
 
 def test_out_and_data_give_the_same_results(ur5):
