@@ -189,7 +189,8 @@ def test_controller_last_command_before_exit_is_a_hold(graph):
     traj = node.create_publisher(JointTrajectory, "joint_trajectory_controller/joint_trajectory", 10)
     assert client.spin_until(lambda: traj.get_subscription_count() > 0 and len(cmds) > 0, 30)
     traj.publish(JointTrajectory(joint_names=UR5, points=[
-        JointTrajectoryPoint(positions=[q + 0.2 for q in Q0], time_from_start=Duration(sec=0)),
+        # (a first point away from the arm needs time to get there: one at t = 0 is refused, start_tolerance)
+        JointTrajectoryPoint(positions=[q + 0.2 for q in Q0], time_from_start=Duration(sec=1)),
         JointTrajectoryPoint(positions=[q + 0.3 for q in Q0], time_from_start=Duration(sec=60))]))
     ur5 = RobotModel.load("ur5")
     hold = np.clip(ur5.gravity_torques(np.array(Q0)), -ur5.effort_limits, ur5.effort_limits)

@@ -15,7 +15,9 @@ executor_threads (1), kp, kd (double arrays, one value or one per joint; unset o
 defaults), state_timeout (0.1 s),
 path_tolerance.position,
 path_tolerance.velocity, goal_tolerance.position, goal_tolerance.velocity (double arrays, one value or one
-per joint, 0 = not checked), goal_time_tolerance (s, 0 = no limit), and urdf_path, robot_description,
+per joint, 0 = not checked), goal_time_tolerance (s, 0 = no limit), start_tolerance (rad or m, 0.05: a first
+point farther from the measured position than this plus what the velocity limits cover by its time is refused,
+INVALID_GOAL; 0 = not checked), and urdf_path, robot_description,
 base_link, tip_link (manip_core.ros.model_source.RobotModelSource).
 
 Goals: every goal is accepted, then checked; one that fails the checks ends at once, ABORTED with error_code
@@ -84,7 +86,7 @@ from .follow_joint_trajectory import JTC_TEXTS, MANIP_TEXTS, PartialGoalError, f
 from .control_laws import CONTROL_LAWS, gravity_hold
 from .kalman import KALMAN_PARAMETERS, check_estimator, make_estimator
 from .laws import law_class, make_law
-from .trajectory_sampler import InvalidJoints, InvalidTrajectory, Trajectory, TrajectorySampler, validate
+from .trajectory_sampler import InvalidJoints, InvalidTrajectory, Trajectory, TrajectorySampler, check_start, validate
 
 Result = ExecuteTrajectory.Result
 FEEDBACK_PERIOD_NS = 50_000_000  # ~20 Hz of the node clock
@@ -233,6 +235,11 @@ class ControllerNode(Node):
         self.goal_time_tolerance = float(self._param("goal_time_tolerance", 1.0,
                                                      "default time (s) after the trajectory's end to reach "
                                                      "the goal tolerance; 0 = no limit"))
+        self.start_tolerance = float(self._param(
+            "start_tolerance", 0.05,
+            "rad or m: a trajectory whose first point is farther than this from the measured position, plus "
+            "what the joint's velocity limit covers until that point's time, is refused (the arm would jump; "
+            "trajectory_sampler.check_start); 0 = not checked (ros2_control's behaviour)"))
 
         # The control tick and the inputs it reads share one mutually exclusive group (they would only queue
         # on the lock otherwise); the action server has its own reentrant group. No callback waits.
@@ -449,14 +456,19 @@ class ControllerNode(Node):
         except InvalidTrajectory as e:
             raise _Rejected(Result.INVALID_GOAL, str(e)) from None
         stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        if stamp_ns == 0:
-            return traj, now_ns
-        end_ns = stamp_ns + int(traj.duration * 1e9)
-        if end_ns < now_ns:
-            raise _Rejected(Result.OLD_HEADER_TIMESTAMP,
-                            f"the trajectory starts at header.stamp {stamp_ns * 1e-9:.3f} s and ends "
-                            f"{(now_ns - end_ns) * 1e-9:.3f} s in the past")
-        return traj, stamp_ns
+        t0_ns = now_ns if stamp_ns == 0 else stamp_ns
+        if stamp_ns != 0:
+            end_ns = stamp_ns + int(traj.duration * 1e9)
+            if end_ns < now_ns:
+                raise _Rejected(Result.OLD_HEADER_TIMESTAMP,
+                                f"the trajectory starts at header.stamp {stamp_ns * 1e-9:.3f} s and ends "
+                                f"{(now_ns - end_ns) * 1e-9:.3f} s in the past")
+        try:  # a first point far from the arm, due at once (or sooner than the velocity limits allow): no jump
+            check_start(traj, self._state[0], (t0_ns - now_ns) * 1e-9 + float(traj.times[0]),
+                        model.velocity_limits, self.start_tolerance)
+        except InvalidTrajectory as e:
+            raise _Rejected(Result.INVALID_GOAL, str(e)) from None
+        return traj, t0_ns
 
     def _on_target_pose(self, msg):
         """A tip pose target (base frame) for laws that take one (osc: set_target_pose); it preempts the

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Trajectory", "InvalidTrajectory", "InvalidJoints", "validate", "TrajectorySampler",
+__all__ = ["Trajectory", "InvalidTrajectory", "InvalidJoints", "validate", "check_start", "TrajectorySampler",
            "hermite_coefficients", "LIMIT_MARGIN"]
 
 # Positions may exceed the joint limits by this much (rad or m): rounding in planners and message round trips.
@@ -174,6 +174,36 @@ def validate(traj, model_joint_names, lower=None, upper=None):
         if a is not None:
             a.setflags(write=False)
     return Trajectory(tuple(model_names), times, pos, vel, acc)
+
+
+def check_start(traj, q, lead_s, velocity_limits, tolerance):
+    """Refuse a trajectory whose first point the robot cannot reach without a jump.
+
+    The first point comes ``lead_s`` s from now (0 or less: at once, e.g. time_from_start 0 and header.stamp 0).
+    Joint j may then be at most ``tolerance`` (rad or m) + velocity_limits[j] (rad/s or m/s) * lead_s from its
+    measured position q[j]; a joint without a finite positive velocity limit only gets ``tolerance`` when the
+    point comes at once. ros2_control's joint_trajectory_controller takes such a point as the set point at once
+    (the arm lunges; its path-tolerance check of the first sample, ros2_controllers PR 350, aborts afterwards);
+    here it is refused before anything moves. ``tolerance`` <= 0: not checked. Raises InvalidTrajectory naming
+    the joint, the distance and the time.
+    """
+    if not tolerance > 0.0:
+        return
+    q = np.asarray(q, dtype=np.float64)
+    d = np.abs(np.asarray(traj.positions[0], dtype=np.float64) - q)
+    v = np.asarray(velocity_limits, dtype=np.float64)
+    lead = max(float(lead_s), 0.0)
+    limited = np.isfinite(v) & (v > 0.0)
+    reach = np.where(limited, np.where(limited, v, 0.0) * lead, np.inf if lead > 0.0 else 0.0)
+    over = d - (tolerance + reach)
+    if np.any(over > 0.0):
+        j = int(np.argmax(over))
+        when = "at once (time_from_start 0)" if lead == 0.0 else f"in {lead:.3f} s"
+        speed = f" + velocity limit {v[j]:g} x {lead:.3f} s" if limited[j] and lead > 0.0 else ""
+        raise InvalidTrajectory(
+            f"point 0 puts joint {traj.joint_names[j]} {d[j]:.4g} away from its measured position {q[j]:.4g} "
+            f"{when}: more than start_tolerance {tolerance:g}{speed}; the arm would jump (start the trajectory "
+            f"at the current position or give the first point time to get there)")
 
 
 def hermite_coefficients(T, p0, v0, a0, p1, v1, a1, kind):

@@ -197,13 +197,18 @@ def test_topic_trajectory(rig):
 
 
 def test_saturation_reported_and_within_limits(rig):
-    # A jump (first point at t = 0, 0.5 rad away): computed torque saturates; efforts stay within the limits.
+    # A jump (first point at t = 0, 0.5 rad away) is refused (start_tolerance: the arm would lunge). The same
+    # point as soon as the velocity limit allows (a velocity step): computed torque saturates; efforts stay within
+    # the limits.
     robot, model, m = rig.robot, rig.model, rig.m
     q, _ = robot.state()
     target = q.copy()
     target[1] -= 0.5
     msg = JointTrajectory(joint_names=list(model.joint_names))
     msg.points = [JointTrajectoryPoint(positions=[float(x) for x in target], time_from_start=m.dur(0.0))]
+    robot.traj_pub.publish(msg)
+    m.wait_for(lambda: "trajectory rejected: point 0 puts joint" in rig.log(), 5.0, "the jump refused")
+    msg.points[0].time_from_start = m.dur(1.01 * (0.5 - 0.05) / model.velocity_limits[1])  # start_tolerance 0.05
     mark = robot.mark()
     robot.traj_pub.publish(msg)
     m.wait_for(lambda: any(s.saturated for s in robot.states_since(mark)), 5.0, "saturated")

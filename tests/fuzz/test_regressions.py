@@ -146,3 +146,31 @@ def test_dynamics_just_below_the_input_bound_is_finite_and_matches_pinocchio(ur5
     assert np.all(np.isfinite(tau))
     np.testing.assert_allclose(tau, ref, rtol=1e-9, atol=1e-9 * np.max(np.abs(ref)))
     assert np.all(np.isfinite(ur5.forward_dynamics(q, qd, np.zeros(6))))
+
+
+def test_far_first_point_is_refused_not_jumped_to(ur5):
+    """A trajectory whose first point, at t = 0, lay 0.5 rad from the arm was taken as the set point at once (the
+    arm lunged, only the effort clipping limited it). The controller now refuses a first point the joints cannot
+    reach within their velocity limits by its time (start_tolerance 0.05 rad at t = 0)."""
+    from manip_control.trajectory_sampler import InvalidTrajectory, Trajectory, check_start
+    q = np.array([0.1, -1.2, 1.3, -0.4, 0.5, 0.0])
+    vmax = np.asarray(ur5.velocity_limits)
+
+    def first_point(dq, t):
+        return Trajectory(tuple(ur5.joint_names), np.array([t]), (q + dq)[None, :], None, None)
+
+    far = np.array([0.0, 0.5, 0.0, 0.0, 0.0, 0.0])
+    with pytest.raises(InvalidTrajectory, match=r"joint shoulder_lift_joint 0\.5 away .* at once .* jump"):
+        check_start(first_point(far, 0.0), q, 0.0, vmax, 0.05)
+    # the same point due sooner than the velocity limit allows (0.5 rad at 3.15 rad/s needs 0.159 s)
+    with pytest.raises(InvalidTrajectory, match=r"in 0\.100 s: more than start_tolerance 0\.05 \+ velocity limit"):
+        check_start(first_point(far, 0.1), q, 0.1, vmax, 0.05)
+    check_start(first_point(far, 0.2), q, 0.2, vmax, 0.05)            # reachable: accepted
+    check_start(first_point(far * 0.08, 0.0), q, 0.0, vmax, 0.05)     # 0.04 rad at once: within the tolerance
+    check_start(first_point(far, 0.0), q, 0.0, vmax, 0.0)             # 0: not checked (ros2_control's behaviour)
+    # a future header.stamp gives the point time: lead 0.3 s with time_from_start 0
+    check_start(first_point(far, 0.0), q, 0.3, vmax, 0.05)
+    # a joint without a velocity limit: only the tolerance at once, no bound later
+    with pytest.raises(InvalidTrajectory, match="at once"):
+        check_start(first_point(far, 0.0), q, 0.0, np.full(6, np.inf), 0.05)
+    check_start(first_point(far * 100, 0.5), q, 0.5, np.zeros(6), 0.05)
