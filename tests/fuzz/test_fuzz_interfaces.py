@@ -6,7 +6,9 @@ topic and action they serve bad input: NaN/inf, wrong lengths, unknown names, em
 zero and non-unit quaternions, non-monotonic stamps and trajectory times, bursts of 2,000 messages in 2 s, goals
 cancelled and preempted mid-way. After each group: every process is alive without a traceback, and answers a
 normal request (FK, a plan, a fresh controller state). Throughout, a monitor checks every effort command the
-controller publishes: finite and within the UR5's effort limits. Each case is a row of the robustness table.
+controller publishes: finite and within the UR5's effort limits. The simulated arm's driver gets bad effort
+commands and the graph one stale /clock; stereo_obstacles gets bad stereo pairs, a camera dropout and a NaN
+camera_info and must log what it dropped. Each case is a row of the robustness table.
 """
 import math
 import re
@@ -331,6 +333,103 @@ def test_topics_survive_bad_messages(graph, robustness):
     client.spin_until(lambda: False, 1.0)
     # hold: whatever came, the controller never commanded beyond the limits and holds a finite set point
     _alive_and_answering(graph, "bad topic messages")
+
+
+def test_perception_faults(graph, robustness):
+    """Stereo pairs (same stamp on both sides, so they reach the processing) that are bad: all black, saturated,
+    an unknown encoding, a size other than camera_info's, NaN floats, a stale stamp, a camera that drops out, a
+    NaN camera_info. stereo_obstacles says what it dropped (a log line per reason) and keeps running; a good pair
+    afterwards gets its obstacles message (the node still answers)."""
+    from builtin_interfaces.msg import Time
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import CameraInfo, Image
+    from manip_msgs.msg import ObstacleArray
+    from manip_perception.image_conversion import numpy_to_image
+    procs, client = graph["procs"], graph["client"]
+    p = procs["stereo_obstacles"]
+    w, h, fx, baseline = 160, 120, 150.0, 0.12   # small: best-effort images of 77 kB at most
+    pubs = {k: _pub(graph, typ, f"stereo/{k}", qos_profile_sensor_data) for k, typ in (
+        ("left/camera_info", CameraInfo), ("right/camera_info", CameraInfo), ("left/image_rect", Image),
+        ("right/image_rect", Image))}
+    stamps = {}
+    client.node.create_subscription(ObstacleArray, "obstacles", lambda m: stamps.__setitem__(
+        (m.header.stamp.sec, m.header.stamp.nanosec), len(m.obstacles)), 10)
+
+    def info(side, f=fx):
+        m = CameraInfo(width=w, height=h, distortion_model="plumb_bob")
+        m.header.frame_id = "stereo_left_optical"
+        m.k = [f, 0.0, w / 2, 0.0, f, h / 2, 0.0, 0.0, 1.0]
+        m.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+        m.p = [f, 0.0, w / 2, -f * baseline if side == "right" else 0.0, 0.0, f, h / 2, 0.0, 0.0, 0.0, 1.0, 0.0]
+        return m
+
+    def send_info(f=fx):
+        for side in ("left", "right"):
+            pubs[f"{side}/camera_info"].publish(info(side, f))
+
+    rng = np.random.default_rng(12)
+    texture = (rng.random((h, w + 16)) * 255).astype(np.uint8)
+
+    def pair(sec, left, right=None, enc="mono8", sides=("left", "right")):
+        for side, a in zip(("left", "right"), (left, left if right is None else right)):
+            if side in sides:
+                a = np.ascontiguousarray(a)
+                m = numpy_to_image(a, enc) if enc != "yuv422" else Image(
+                    encoding=enc, height=a.shape[0], width=a.shape[1], step=2 * a.shape[1], data=a.tobytes())
+                m.header.stamp, m.header.frame_id = Time(sec=sec), "stereo_left_optical"
+                pubs[f"{side}/image_rect"].publish(m)
+
+    nan = np.full((h, w), 0.5, np.float32)
+    nan[3, 4] = np.nan
+    cases = {   # name: (sends, seconds of the stamp); the dropout first (its log line comes once per 5 s)
+        "camera dropout: 5 left images, no right": (
+            lambda s: [pair(s + i, texture[:, 16:], sides=("left",)) for i in range(5)], 7010),
+        "stereo pair: all black": (lambda s: pair(s, np.zeros((h, w), np.uint8)), 7001),
+        "stereo pair: saturated": (lambda s: pair(s, np.full((h, w), 255, np.uint8)), 7002),
+        "stereo pair: unknown encoding (yuv422)": (lambda s: pair(s, np.zeros((h, w, 2), np.uint8), enc="yuv422"),
+                                                    7003),
+        "stereo pair: size other than camera_info's": (lambda s: pair(s, np.zeros((h // 2, w // 2), np.uint8)),
+                                                        7004),
+        "stereo pair: NaN floats (32FC1)": (lambda s: pair(s, nan, enc="32FC1"), 7005),
+        "stereo pair: stale stamp (t = 1 s)": (lambda s: pair(1, texture[:, 16:], texture[:, :-16]), 1),
+        "camera_info: NaN focal length, then a pair": (
+            lambda s: (send_info(math.nan), client.spin_until(lambda: False, 0.3), pair(s, texture[:, 16:],
+                                                                                         texture[:, :-16])), 7020),
+    }
+    send_info()
+    client.spin_until(lambda: False, 0.5)
+    for what, (send, sec) in cases.items():
+        n0 = len(p.log)
+        send(sec)
+        # the node's line about it (the pairing drop is logged when the next image arrives: max_pairing_delay)
+        client.spin_until(lambda: (sec, 0) in stamps or re.search(r"WARN|reject|drop", p.log[n0:]) is not None, 3.0)
+        if what.startswith("camera dropout"):
+            client.spin_until(lambda: False, 0.6)
+            pair(sec + 5, texture[:, 16:], sides=("left",))
+            client.spin_until(lambda: "dropped" in p.log[n0:], 3.0)
+        new = p.log[n0:].strip().splitlines()
+        line = next((ln for ln in new if re.search(r"WARN|reject|drop", ln)), None)
+        out = (f"obstacles published ({stamps[(sec, 0)]})" if (sec, 0) in stamps else "") + (
+            "; " if (sec, 0) in stamps and line else "") + (
+            re.sub(r"^\[[^]]*\] ?(\[[^]]*\] ?)*", "", line)[:90] if line else "")
+        robustness.add(what, "stereo_obstacles", (out or "(nothing logged)").replace("|", "/"))
+        send_info()
+    # dropped, and said so
+    log = p.log
+    for pattern in (r"rejected: .*yuv422", r"rejected: image size 80x60 differs from the camera_info size",
+                    r"rejected: 32FC1 image holds NaN or inf", r"images without a partner .* dropped",
+                    r"rejected: .*camera_info"):
+        assert re.search(pattern, log), f"stereo_obstacles did not log /{pattern}/\n{log[-3000:]}"
+    # still running and answering: a good pair gets its obstacles message
+    client.spin_until(lambda: False, 0.5)
+    for _ in range(20):   # (best effort: a pair may be lost; sent again every 0.5 s)
+        pair(7100, texture[:, 16:], texture[:, :-16])
+        if client.spin_until(lambda: (7100, 0) in stamps, 0.5):
+            break
+    assert (7100, 0) in stamps, f"no obstacles for a good pair after the faults\n{p.log[-3000:]}"
+    robustness.add("good stereo pair after the faults", "stereo_obstacles", f"obstacles published "
+                   f"({stamps[(7100, 0)]})")
+    _alive_and_answering(graph, "perception faults")
 
 
 @pytest.mark.slow
