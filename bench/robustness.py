@@ -3,7 +3,7 @@
 bench/results/robustness-latest.md (input or fault, node or library entry, outcome).
 
     .venv/bin/python bench/robustness.py                  # 200 examples per property, slow cases included
-    .venv/bin/python bench/robustness.py --examples 20 --fast   # what `make test` runs (seeded, ~1 min)
+    .venv/bin/python bench/robustness.py --examples 10 --fast   # what `make test` runs (seeded, ~1 min)
 
 The tests fail on a crash (a raw exception or a traceback in a node's log), a hang (a call or a service past its
 bound) or a limit violation (a command beyond the robot's effort/position limits, a NaN in a success); the table
