@@ -28,8 +28,8 @@ from numba import njit, prange
 from . import _kernels as K
 from ._layout import BODY_STRIDE, MI_HEADER, MI_STRIDE, O_H, O_I, O_M, WS_STRIDE, W_PABS, W_RABS
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
-_SINGLE = dict(cache=True, nogil=False, error_model="numpy")
+_JIT = dict(cache=True, nogil=True, error_model="numpy", _nrt=True)
+_SINGLE = dict(cache=True, nogil=False, error_model="numpy", _nrt=True)
 
 # Per-body block of the derivative workspace (floats).
 D_J, D_V, D_A, D_DVDQ, D_DADQ, D_DADV, D_F, D_Y, D_B = 0, 6, 12, 18, 24, 30, 36, 42, 78

@@ -13,10 +13,12 @@ from numba import njit, prange
 from ._layout import (AXIS_GENERAL, BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O_H, O_I, O_M,
                       O_P, O_R, W_A, W_F, W_PABS, W_PREL, W_RABS, W_RREL, W_S, W_V, WS_STRIDE)
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
+# _nrt=True stated: the kernels make array views (NRT); numba would otherwise compile them with the NRT flag of
+# the first caller that compiles them, and manip_core._fast's callers run without it
+_JIT = dict(cache=True, nogil=True, error_model="numpy", _nrt=True)
 # Entry points called once per request from Python: they hold the GIL, so the caller's workspace ``ws`` (one per
 # RobotModel, from new_ws) is never used by two threads at once.
-_SINGLE = dict(cache=True, nogil=False, error_model="numpy")
+_SINGLE = dict(cache=True, nogil=False, error_model="numpy", _nrt=True)
 
 
 @njit(**_JIT)
@@ -724,6 +726,13 @@ def _is_ancestor(mi, a, b):
 @njit(**_JIT)
 def _zero_unrelated(mi, M):
     nb = mi[0]
+    chain = True  # a serial chain (each body's parent the one before it): every pair is related
+    for i in range(nb):
+        if mi[MI_HEADER + i * MI_STRIDE] != i - 1:
+            chain = False
+            break
+    if chain:
+        return
     for i in range(nb):
         for j in range(i):
             if not (_is_ancestor(mi, j, i) or _is_ancestor(mi, i, j)):
