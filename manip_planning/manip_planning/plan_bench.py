@@ -7,7 +7,9 @@ joint_constraints) and ``sceneNNNN.yaml`` (MoveIt PlanningScene). Per problem th
 folder's name), problem ("request0001"), valid (start and goal collision-free in the planner's model),
 success, path (waypoints of the request's goal joints in their order, from exactly the start to exactly the
 goal; every straight segment is collision-free), planning_time_s, simplification_time_s, path_length_rad,
-and validation_time_s (the planner's re-check of the final path every 0.005 rad, not part of the other two).
+validation_time_s (the planner's re-check of the final path every 0.005 rad, not part of the other two),
+and the same three stages in the planning thread's CPU time (planning_cpu_s, simplification_cpu_s,
+validation_cpu_s; on a machine shared with other work the wall times include waiting for a core).
 Progress goes to stderr; a file that cannot be read gets a one-line error naming it (exit status 1 at the end).
 """
 from __future__ import annotations
@@ -149,7 +151,8 @@ def main(argv=None):
             rec = dict(scenario=d.name, problem=req.stem, valid=res.valid, success=res.success, path=path,
                        planning_time_s=res.planning_time_s, simplification_time_s=res.simplification_time_s,
                        path_length_rad=res.path_length_rad if res.success else None,
-                       validation_time_s=res.validation_time_s)
+                       validation_time_s=res.validation_time_s, planning_cpu_s=res.planning_cpu_s,
+                       simplification_cpu_s=res.simplification_cpu_s, validation_cpu_s=res.validation_cpu_s)
             if not res.success and res.message:
                 rec["message"] = res.message
             out.write(json.dumps(rec) + "\n")

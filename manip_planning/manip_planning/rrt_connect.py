@@ -5,10 +5,18 @@ joint limits, extends one tree towards it by at most ``range_rad`` (Euclidean jo
 default), then greedily connects the other tree to the new node. The tree extended is the smaller one
 (``balanced``; on the MotionBenchMaker cage problems this cut the median search time about 3x against
 alternating, a goal inside a cage keeps growing its tree until it finds the way out); ``balanced=False``
-alternates. Every edge is checked
-with collision_kernels.edge_free at steps of at most ``resolution_rad`` (default 1/32 rad). The direct edge
-start -> goal is tried first. The search runs in chunks of iterations so that the time limit (s) is honoured
-from Python; the random stream is numba's, seeded with ``seed`` (same seed, same scene: same path).
+alternates. Every edge is checked with collision_kernels.edge_free at steps of at most ``resolution_rad``
+(default 1/32 rad). The direct edge start -> goal is tried first.
+
+Dynamic domain (Yershova, Jaillet, Simeon & LaValle, ICRA 2005; as VAMP's RRT-Connect: radius 4, alpha
+1e-4): once an extension from a node fails, the node only serves samples within ``dynamic_domain_rad`` of it
+(shrinking by alpha per failure down to a quarter, growing by alpha per success), so samples that a tree
+boxed in by obstacles cannot use cost a nearest-neighbour search, not edge checks (MotionBenchMaker cage
+problems, search CPU time: median 7.1 -> 4.4 ms UR5 and 3.5 -> 2.8 ms Panda, p95 23 -> 15 ms and 14 -> 10 ms;
+the other scenarios unchanged); 0 turns it off.
+
+The search runs in chunks of iterations so that the time limit (s) is honoured from Python; the random
+stream is numba's, seeded with ``seed`` (same seed, same scene: same path).
 """
 from __future__ import annotations
 
@@ -23,6 +31,8 @@ from .collision_kernels import config_free, edge_free
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 DEFAULT_RESOLUTION = 1.0 / 32.0
+DD_ALPHA = 1e-4          # dynamic domain: radius growth on success, shrink on failure (relative)
+DD_MIN_FRACTION = 0.25   # dynamic domain: smallest radius, as a fraction of dynamic_domain_rad
 
 
 @dataclass
@@ -85,11 +95,13 @@ def grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, state
     (2, M), sizes (2,), state [iterations done, swap flag, connection node in tree 0, in tree 1].
     Returns 1 when the trees connected, 0 when not yet, -1 when a tree is full."""
     scratch = np.empty((3, lo.shape[0]))
-    return _grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, state, balanced, scratch)
+    domain = np.full((2, trees.shape[1]), np.inf)   # no dynamic domain (RRTConnect.solve keeps one)
+    return _grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, state, balanced, scratch,
+                 domain, 0.0)
 
 
 @njit(_nrt=False, **_JIT)
-def _grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, state, balanced, work):
+def _grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, state, balanced, work, domain, dd_rad):
     """grow without reference counting (no allocation: work (3, dof) is the scratch), so that passing the
     collision tuple ca to an edge check costs nothing per array."""
     dof = lo.shape[0]
@@ -109,13 +121,25 @@ def _grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, stat
             qr[k] = lo[k] + np.random.random() * (hi[k] - lo[k])
         Ta, Tb = trees[a], trees[b]
         i = _nearest(Ta, sizes[a], qr)
+        if dd_rad > 0.0:   # dynamic domain: a node whose extension failed only serves samples near it
+            d2 = 0.0
+            for k in range(dof):
+                d2 += (Ta[i, k] - qr[k]) ** 2
+            if d2 > domain[a, i] * domain[a, i]:
+                continue
         _steer(Ta[i], qr, range_rad, qn)
         if not edge_free(ca, Ta[i], qn, resolution, scratch):
+            if dd_rad > 0.0:
+                domain[a, i] = dd_rad if domain[a, i] == np.inf else max(domain[a, i] * (1.0 - DD_ALPHA),
+                                                                         DD_MIN_FRACTION * dd_rad)
             continue
+        if domain[a, i] < np.inf:
+            domain[a, i] *= 1.0 + DD_ALPHA
         na = sizes[a]
         for k in range(dof):
             Ta[na, k] = qn[k]
         parents[a, na] = i
+        domain[a, na] = np.inf
         sizes[a] += 1
         # connect tree b to qn
         j = _nearest(Tb, sizes[b], qn)
@@ -127,6 +151,7 @@ def _grow(ca, lo, hi, trees, parents, sizes, range_rad, resolution, n_iter, stat
             if not edge_free(ca, Tb[j], Tb[nb], resolution, scratch):
                 break
             parents[b, nb] = j
+            domain[b, nb] = np.inf
             sizes[b] += 1
             j = nb
             if reached:
@@ -146,13 +171,15 @@ def _trace(tree, parents, node):
 
 class RRTConnect:
     """RRT-Connect over a CollisionChecker (robot_collision.py). range_rad: largest extension step (rad);
-    resolution_rad: edge checking step (rad); max_nodes: per tree; balanced: extend the smaller tree."""
+    resolution_rad: edge checking step (rad); max_nodes: per tree; balanced: extend the smaller tree;
+    dynamic_domain_rad: dynamic-domain radius (rad, joint-space distance; 0: off)."""
 
     name = "rrt_connect"
 
     def __init__(self, checker, range_rad=1.0, resolution_rad=DEFAULT_RESOLUTION, max_nodes=20000, chunk=64,
-                 balanced=True):
+                 balanced=True, dynamic_domain_rad=4.0):
         self.checker = checker
+        self.dd_rad = float(dynamic_domain_rad)
         self.balanced = bool(balanced)
         self.range_rad = float(range_rad)
         self.resolution = float(resolution_rad)
@@ -172,7 +199,7 @@ class RRTConnect:
         # compiles the kernels on first use (tens of seconds on a loaded machine), outside the time limit
         _grow(ch.ca, self.lo, self.hi, np.zeros((2, 2, dof)), np.zeros((2, 2), dtype=np.int64),
               np.ones(2, dtype=np.int64), self.range_rad, self.resolution, 0, np.zeros(4, dtype=np.int64),
-              self.balanced, work)
+              self.balanced, work, np.full((2, 2), np.inf), self.dd_rad)
         t0 = time.perf_counter()
         q0 = np.ascontiguousarray(start, dtype=np.float64).reshape(dof)
         q1 = np.ascontiguousarray(goal, dtype=np.float64).reshape(dof)
@@ -186,10 +213,12 @@ class RRTConnect:
         trees[0, 0], trees[1, 0] = q0, q1
         sizes = np.array([1, 1], dtype=np.int64)
         state = np.zeros(4, dtype=np.int64)
+        domain = np.empty((2, M))
+        domain[:, 0] = np.inf
         deadline = t0 + float(time_limit_s)
         while True:
             st = _grow(ch.ca, self.lo, self.hi, trees, parents, sizes, self.range_rad, self.resolution,
-                       self.chunk, state, self.balanced, work)
+                       self.chunk, state, self.balanced, work, domain, self.dd_rad)
             if st == 1:
                 a = _trace(trees[0], parents[0], state[2])[::-1]
                 b = _trace(trees[1], parents[1], state[3])

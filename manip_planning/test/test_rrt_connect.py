@@ -145,6 +145,8 @@ def test_plan_bench_command(tmp_path, capsys):
             assert np.array_equal(P[0], [start[n] for n, _ in goal])      # the request's goal-joint order
             assert np.array_equal(P[-1], [v for _, v in goal])
             assert r["path_length_rad"] == pytest.approx(np.sum(np.linalg.norm(np.diff(P, axis=0), axis=1)))
+        for stage in ("planning", "simplification", "validation"):   # one thread: CPU time <= wall time
+            assert 0.0 <= r[f"{stage}_cpu_s"] <= r[f"{stage}_time_s"] + 1e-4
     assert "4/4" in capsys.readouterr().err
 
 
