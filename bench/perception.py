@@ -139,29 +139,32 @@ def run_chain(inp, sgbm, params, reps, body=None, min_depth=0.45, max_depth=3.0,
     fx, B, cx, cy = inp['fx'], inp['baseline'], inp['cx'], inp['cy']
     stages = {k: [] for k in ('convert', 'sgbm', 'points', 'voxel', 'plane', 'self_filter', 'cluster', 'track+msg',
                               'total', 'cpu', 'matcher_cpu')}
+    stages.update({'cpu_' + k: [] for k in ('convert', 'points', 'voxel', 'plane', 'self_filter', 'cluster',
+                                            'obstacles', 'track+msg')})
+    tt = time.thread_time  # the stages other than the matcher run in this thread only
     dets = []
     for _ in range(reps):
         dets = []
         for ml, mr, q in msgs:
             c0 = time.process_time()
-            t0 = time.perf_counter()
+            t0, u0 = time.perf_counter(), tt()
             gl = to_mono8(image_to_numpy(ml, copy=False), 'rgb8')
             gr = to_mono8(image_to_numpy(mr, copy=False), 'rgb8')
             if scale != 1.0:
                 gl = cv2.resize(gl, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
                 gr = cv2.resize(gr, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-            t1 = time.perf_counter()
+            t1, u1 = time.perf_counter(), tt()
             m0 = time.process_time()
             disp = matcher.compute(gl, gr)
             stages['matcher_cpu'].append(time.process_time() - m0)
-            t2 = time.perf_counter()
+            t2, u2 = time.perf_counter(), tt()
             f = fx * scale
             pts = back_project(disparity_to_depth(disp, f, B), f, f, (cx + 0.5) * scale - 0.5,
                                (cy + 0.5) * scale - 0.5, max_depth=max_depth, min_depth=min_depth)
-            t3 = time.perf_counter()
+            t3, u3 = time.perf_counter(), tt()
             posed = body.at(q) if (body is not None and q is not None) else None
             det = detect_obstacles(pts, params, robot=posed)
-            t4 = time.perf_counter()
+            t4, u4 = time.perf_counter(), tt()
             obs = tracker.update(det.obstacles)
             out = ObstacleArray()
             for i, o in enumerate(obs):
@@ -171,8 +174,12 @@ def run_chain(inp, sgbm, params, reps, body=None, min_depth=0.45, max_depth=3.0,
                 m.size.x, m.size.y, m.size.z = (float(s) for s in o.size)
                 m.radius, m.num_points = float(o.radius), int(o.num_points)
                 out.obstacles.append(m)
-            t5 = time.perf_counter()
+            t5, u5 = time.perf_counter(), tt()
             stages['cpu'].append(time.process_time() - c0)
+            for k, v in (('convert', u1 - u0), ('points', u3 - u2), ('obstacles', u4 - u3), ('track+msg', u5 - u4)):
+                stages['cpu_' + k].append(v)
+            for k, v in det.cpu_timings.items():
+                stages['cpu_' + k].append(v)
             for k, v in (('convert', t1 - t0), ('sgbm', t2 - t1), ('points', t3 - t2), ('track+msg', t5 - t4),
                          ('total', t5 - t0)):
                 stages[k].append(v)
@@ -317,6 +324,15 @@ def render_table(r, fB):
                      f"{v['plane']:.1f} | {v['cluster']:.1f} | {v['track+msg']:.1f} | {v['total']:.1f} | "
                      f"{v['hz']:.1f} | {v['cpu']:.1f} ({v['matcher_cpu']:.1f}) | {v['idle_ms']:.1f} | "
                      f"{v['hz_idle']:.1f} | {v['cpu'] / ref:.2f} | {'PASS' if v['hz_idle'] >= TARGET_HZ else 'FAIL'} |")
+    lines += ['', '## CPU ms per stage and frame (same run; the matcher: every thread, the other stages: the '
+              'calling thread, where they run)', '',
+              '| matcher setting | convert | matcher | points | voxel | plane | self-filter | cluster | '
+              'obstacle stage | track+msg | all (process) |', '|---|---|---|---|---|---|---|---|---|---|---|']
+    for name, v in r['variants'].items():
+        lines.append(f"| {name} | {v['cpu_convert']:.2f} | {v['matcher_cpu']:.1f} | {v['cpu_points']:.2f} | "
+                     f"{v['cpu_voxel']:.2f} | {v['cpu_plane']:.2f} | {v['cpu_self_filter']:.2f} | "
+                     f"{v['cpu_cluster']:.2f} | {v['cpu_obstacles']:.2f} | {v['cpu_track+msg']:.2f} | "
+                     f"{v['cpu']:.1f} |")
     lines += ['', 'Wall times are those of this loaded machine (see the load above). CPU ms per frame is the '
               "process's CPU time (every thread) per frame, which the other jobs inflate much less. The estimate "
               'for 2 idle cores: the matcher spread over both (OpenCV parallel_for_: matcher CPU / 2), every '

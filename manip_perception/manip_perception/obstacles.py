@@ -203,7 +203,12 @@ class ObstacleParams:
     ransac_iterations: int = 100
     cluster_radius_voxels: int = 1
     cluster_min_neighbors: int = 6
-    min_cluster_points: int = 30
+    # voxels: a 4 cm cube shows at most about 26 of 1 cm (its top and the side facing the camera, above the plane
+    # margin), block matching gives 23 of them at 1 m (the simulator's demo scene): 30 hid it whatever the
+    # matcher (SGBM's smear at its edges added the missing ones). 20: no false positive on the regression
+    # bags (library chain: block matching and SGBM; the node: block matching, texture_threshold 3); 15: one
+    # sliver of the table's far edge in the node (5 frames), and one SGBM cluster in 25 frames; 10: 1 and 6.
+    min_cluster_points: int = 20
     min_cluster_extent: float = 0.02
     self_filter_padding: float = 0.03
     object_margin: float = 0.02
@@ -244,7 +249,8 @@ class Detection:
     points: np.ndarray = None  # the clustered voxel centroids (base frame), after every filter
     labels: np.ndarray = None
     counts: dict = field(default_factory=dict)  # points left after each stage
-    timings: dict = field(default_factory=dict)  # seconds per stage
+    timings: dict = field(default_factory=dict)  # seconds per stage (wall clock)
+    cpu_timings: dict = field(default_factory=dict)  # CPU seconds per stage (this thread: every stage runs in it)
 
 
 def detect_obstacles(points_camera, params, robot=None, camera_pose=None):
@@ -254,12 +260,15 @@ def detect_obstacles(points_camera, params, robot=None, camera_pose=None):
     Stages: base frame + workspace crop + voxel grid (one pass) -> support plane (RANSAC, removed when a
     plausible one is found; ``plane_fit`` false: the fixed plane z = table_height) -> self-filter (when
     ``robot``, a robot_body.PosedBody, is given: points within ``self_filter_padding`` of its spheres or
-    within ``object_margin`` of its boxes are dropped) -> Euclidean clustering of the voxels -> boxes.
+    within ``object_margin`` of its boxes are dropped) -> Euclidean clustering of the voxels -> boxes. Further
+    support levels (``max_support_planes`` > 1: shelf boards) are obstacles too: the box of each level's
+    removed piece.
     """
     p = params
     t = time.perf_counter
-    timings, counts = {}, {}
-    t0 = t()
+    timings, counts, cpu = {}, {}, {}
+    c = time.thread_time
+    t0, c0 = t(), c()
     pts_cam = np.asarray(points_camera, dtype=np.float32).reshape(-1, 3)
     counts['input'] = pts_cam.shape[0]
     T = camera_pose_matrix(p.camera_position, p.camera_orientation_xyzw) if camera_pose is None else \
@@ -268,8 +277,8 @@ def detect_obstacles(points_camera, params, robot=None, camera_pose=None):
                                  upper=p.workspace_max)
     counts['workspace'] = kept
     counts['voxels'] = pts.shape[0]
-    t1 = t()
-    timings['voxel'] = t1 - t0
+    t1, c1 = t(), c()
+    timings['voxel'], cpu['voxel'] = t1 - t0, c1 - c0
     found = None
     if p.plane_fit:
         found = detect_support_plane(pts, T[:3, 3], p.voxel_size, p.plane_params(), np.random.default_rng(p.seed))
@@ -279,9 +288,11 @@ def detect_obstacles(points_camera, params, robot=None, camera_pose=None):
     if plane is not None:
         keep = plane.signed_distance(pts) > p.plane_margin
         pts, ijk = pts[keep], ijk[keep]
-    more = []
+    more, levels = [], []
     # Further support planes (shelf levels above the dominant one): only their own connected piece is removed
-    # (within plane_margin), not what is below it (the objects on the level underneath).
+    # (within plane_margin), not what is below it (the objects on the level underneath). The piece is taken
+    # out of the clustering only, to part the objects standing on it from it: it is an obstacle of its own
+    # (a shelf board is one for the arm), its box added to the obstacles below.
     while plane is not None and p.plane_fit and len(more) < p.max_support_planes - 1:
         extra = detect_support_plane(pts, T[:3, 3], p.voxel_size, p.plane_params(),
                                      np.random.default_rng(p.seed + 1 + len(more)))
@@ -291,23 +302,28 @@ def detect_obstacles(points_camera, params, robot=None, camera_pose=None):
         if not on.any():
             break
         more.append(extra.plane)
+        levels.append(pts[on])
         pts, ijk = pts[~on], ijk[~on]
     counts['support_planes'] = (plane is not None) + len(more)
     counts['above_plane'] = pts.shape[0]
-    t2 = t()
-    timings['plane'] = t2 - t1
+    t2, c2 = t(), c()
+    timings['plane'], cpu['plane'] = t2 - t1, c2 - c1
     if robot is not None:
         keep = robot.mask(pts, p.self_filter_padding, p.object_margin)
         pts, ijk = pts[keep], ijk[keep]
+        levels = [q[robot.mask(q, p.self_filter_padding, p.object_margin)] for q in levels]
     counts['self_filtered'] = pts.shape[0]
-    t3 = t()
-    timings['self_filter'] = t3 - t2
+    t3, c3 = t(), c()
+    timings['self_filter'], cpu['self_filter'] = t3 - t2, c3 - c2
     labels, core = cluster_voxels(ijk, p.cluster_min_neighbors, p.cluster_radius_voxels)
     obstacles = describe_clusters(pts, labels, p.min_cluster_points, p.min_cluster_extent, core=core)
+    for q in levels:
+        obstacles += describe_clusters(q, np.zeros(q.shape[0], np.int64), p.min_cluster_points, p.min_cluster_extent)
+    obstacles.sort(key=lambda o: (round(float(o.center[0]), 6), round(float(o.center[1]), 6)))
     counts['obstacles'] = len(obstacles)
-    timings['cluster'] = t() - t3
+    timings['cluster'], cpu['cluster'] = t() - t3, c() - c3
     return Detection(obstacles=obstacles, plane=plane, plane_detection=found, more_planes=more, points=pts,
-                     labels=labels, counts=counts, timings=timings)
+                     labels=labels, counts=counts, timings=timings, cpu_timings=cpu)
 
 
 def warm_up():

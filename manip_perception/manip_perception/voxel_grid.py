@@ -43,15 +43,19 @@ def _capacity(n):
 
 
 @numba.njit(cache=True)
-def _voxelize(pts, R, t, lo, hi, inv, min_depth, max_depth, table, sums, counts, ijk, slots, base, kbuf):
+def _voxelize(pts, R, t, lo, hi, inv, min_depth, max_depth, table, sums, counts, ijk, slots):
     """Hash the points into ``table`` ((capacity, 2): key, voxel index; keys all _EMPTY on entry and again on
-    return: only the used slots are reset, so the buffers are reused without clearing them whole). Two
-    passes (transform and keys, then hashing): measured about twice as fast as one fused loop. Returns
+    return: only the used slots are reset, so the buffers are reused without clearing them whole). One pass
+    (transform, crop, key, accumulate): about 1.3x faster than the former two passes with a point buffer
+    between them (3.9 vs 5.1 ms CPU for 184k points of the rendered scene, bench/perception.py). Returns
     (voxels, points kept), voxels -1 when more than capacity / 2 voxels are needed (the caller retries)."""
     n = pts.shape[0]
     mask = table.shape[0] - 1
     limit = table.shape[0] // 2
     kept = 0
+    m = 0
+    last_key = _EMPTY
+    v = -1
     for a in range(n):
         x, y, z = pts[a, 0], pts[a, 1], pts[a, 2]
         if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
@@ -63,15 +67,12 @@ def _voxelize(pts, R, t, lo, hi, inv, min_depth, max_depth, table, sums, counts,
         bz = R[2, 0] * x + R[2, 1] * y + R[2, 2] * z + t[2]
         if bx < lo[0] or bx > hi[0] or by < lo[1] or by > hi[1] or bz < lo[2] or bz > hi[2]:
             continue
-        base[kept, 0], base[kept, 1], base[kept, 2] = bx, by, bz
-        kbuf[kept] = _key(np.int64(np.floor(bx * inv)), np.int64(np.floor(by * inv)), np.int64(np.floor(bz * inv)))
         kept += 1
-    m = 0
-    last_key = _EMPTY
-    v = -1
-    for a in range(kept):
-        key = kbuf[a]
-        if key != last_key:  # neighbouring pixels often share a voxel: skip the table then
+        i = np.int64(np.floor(bx * inv))
+        j = np.int64(np.floor(by * inv))
+        k = np.int64(np.floor(bz * inv))
+        key = _key(i, j, k)
+        if key != last_key:  # neighbouring pixels often share a voxel (about half of them): skip the table then
             s = _slot(key, mask)
             while table[s, 0] != _EMPTY and table[s, 0] != key:
                 s = (s + 1) & mask
@@ -83,17 +84,15 @@ def _voxelize(pts, R, t, lo, hi, inv, min_depth, max_depth, table, sums, counts,
                 table[s, 0] = key
                 table[s, 1] = m
                 slots[m] = s
-                ijk[m, 0] = np.int64(np.floor(base[a, 0] * inv))
-                ijk[m, 1] = np.int64(np.floor(base[a, 1] * inv))
-                ijk[m, 2] = np.int64(np.floor(base[a, 2] * inv))
+                ijk[m, 0], ijk[m, 1], ijk[m, 2] = i, j, k
                 sums[m, 0], sums[m, 1], sums[m, 2] = 0.0, 0.0, 0.0
                 counts[m] = 0
                 m += 1
             v = table[s, 1]
             last_key = key
-        sums[v, 0] += base[a, 0]
-        sums[v, 1] += base[a, 1]
-        sums[v, 2] += base[a, 2]
+        sums[v, 0] += bx
+        sums[v, 1] += by
+        sums[v, 2] += bz
         counts[v] += 1
     for a in range(m):
         table[slots[a], 0] = _EMPTY
@@ -117,12 +116,12 @@ class _Buffers:
             self.counts = np.empty(self.n, np.int64)
             self.ijk = np.empty((self.n, 3), np.int64)
             self.slots = np.empty(self.n, np.int64)
-            self.base = np.empty((self.n, 3))
-            self.kbuf = np.empty(self.n, np.int64)
         return self
 
     def size_table(self, voxels):
-        cap = _capacity(2 * voxels)
+        # at least 2.5 slots per voxel (load factor <= 0.4 at the previous cloud's count): the table of a
+        # 640x480 cloud (about 20k voxels) is 1 MiB, not 2 (measured 10 % faster under load)
+        cap = _capacity(voxels + voxels // 4)
         if cap != self.table.shape[0]:
             self.table = np.full((cap, 2), _EMPTY, np.int64)
 
@@ -153,10 +152,10 @@ def voxelize(points, voxel_size, min_points=1, transform=None, lower=None, upper
     while True:
         m, kept = _voxelize(pts, np.ascontiguousarray(T[:3, :3]), np.ascontiguousarray(T[:3, 3]), lo, hi,
                             1.0 / float(voxel_size), float(min_depth), float(max_depth), b.table, b.sums,
-                            b.counts, b.ijk, b.slots, b.base, b.kbuf)
+                            b.counts, b.ijk, b.slots)
         if m >= 0:
             break
-        b.size_table(b.table.shape[0])  # voxels > capacity / 2: twice the capacity
+        b.size_table(b.table.shape[0])  # voxels > capacity / 2: a table 4 times as large
     b.last_voxels = m
     counts = b.counts[:m]
     keep = counts >= min_points

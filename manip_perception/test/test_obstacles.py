@@ -366,9 +366,10 @@ def _surface(lo, hi, step=0.005):
 
 def test_shelf_levels_with_more_support_planes():
     """A floor (z = 0), a shelf board (0.8 x 0.4 m at z = 0.4, seen from above) and a box on each level.
-    With max_support_planes 2 the board is a support plane: both boxes are found and nothing else; with the
-    default 1 the board is reported as an obstacle. Only the board's own piece is removed, not what is
-    below it (the floor box under the board's edge keeps its full height)."""
+    With max_support_planes 2 the board is a support plane: both boxes are found, each on its own, and the
+    board's surface is an obstacle of its own; with the default 1 the board is reported as an obstacle
+    together with the box on it. Only the board's own piece is removed, not what is below it (the floor box
+    under the board's edge keeps its full height)."""
     floor = _surface((-0.2, -0.6, -0.01), (1.4, 0.8, 0.0))
     board = _surface((0.3, 0.3, 0.38), (1.1, 0.7, 0.4))
     box_floor = _surface((0.5, -0.3, 0.0), (0.62, -0.18, 0.2))
@@ -387,8 +388,12 @@ def test_shelf_levels_with_more_support_planes():
     assert any(d.size[0] > 0.6 for d in one.obstacles), [(d.center, d.size) for d in one.obstacles]  # the board
     two = detect_obstacles(cam_pts, ObstacleParams(voxel_min_points=1, max_support_planes=2), camera_pose=T)
     assert two.counts['support_planes'] == 2 and abs(two.more_planes[0].height_at(0.7, 0.5) - 0.4) < 0.005
-    assert len(two.obstacles) == 2, [(d.center, d.size) for d in two.obstacles]
-    by_height = sorted(two.obstacles, key=lambda d: d.center[2])
+    assert len(two.obstacles) == 3, [(d.center, d.size) for d in two.obstacles]
+    shelf = max(two.obstacles, key=lambda d: d.size[0])  # the board's top surface, 0.8 x 0.4 m at z = 0.4
+    np.testing.assert_allclose(shelf.center[:2], [0.7, 0.5], atol=0.02)
+    np.testing.assert_allclose(shelf.size[:2], [0.8, 0.4], atol=0.03)
+    assert abs(shelf.center[2] - 0.4) < 0.01 and shelf.size[2] < 0.03
+    by_height = sorted((d for d in two.obstacles if d is not shelf), key=lambda d: d.center[2])
     np.testing.assert_allclose(by_height[0].center, [0.56, -0.24, 0.1075], atol=0.015)
     np.testing.assert_allclose(by_height[1].center, [0.65, 0.5, 0.4575], atol=0.015)
     assert by_height[0].size[2] > 0.17  # not cut by the board's plane
