@@ -34,7 +34,8 @@ the controller's dynamics model and left ~0.01 rad of steady-state error in a fu
 settle_timeout (1 s) and settle_tolerance (0.01 rad: after each trajectory, wait until joint_states are this
 close to its last point, so that the next plan starts where the robot is), grasp_max_distance (0 m: the
 gripper's default), server_timeout (10 s, also for the robot model, the first joint_states and a planner
-that has no model yet), plan_timeout (30 s), execute_timeout_margin (10 s beyond the trajectory duration),
+that has no model yet), plan_timeout (30 s), execute_timeout_margin (10 s beyond the trajectory duration, in the node's clock: simulated
+time with use_sim_time, so that a simulator slower than real time is not cut off),
 grasp_timeout (10 s), floor_height (0.0 m: IK solutions with a link below it are skipped), and the robot
 model's urdf_path, robot_description, base_link, tip_link (RobotModelSource).
 """
@@ -80,13 +81,16 @@ class _Wait:
         self._event = threading.Event()
         future.add_done_callback(lambda _f: self._event.set())
 
-    def wait(self, timeout, cancel=None):
-        """True when done; False on timeout or when cancel() becomes true."""
-        end = time.monotonic() + timeout
+    def wait(self, timeout, cancel=None, clock=None):
+        """True when done; False on timeout or when cancel() becomes true. clock: seconds of the clock the
+        timeout is in (the node's clock: simulated time, which runs slower than the wall on a loaded machine);
+        default the wall clock. With a clock, the wall time is also capped at 10 x timeout (a clock that stops)."""
+        end = time.monotonic() + (10.0 * timeout if clock is not None else timeout)
+        end_clock = clock() + timeout if clock is not None else None
         while not self._event.wait(0.02):
             if cancel is not None and cancel():
                 return False
-            if time.monotonic() > end:
+            if time.monotonic() > end or (clock is not None and clock() > end_clock):
                 return False
         return True
 
@@ -438,11 +442,11 @@ class PickPlaceNode(Node):
         if not gh.accepted:
             return False, "the controller rejected the trajectory"
         wr = _Wait(gh.get_result_async())
-        if not wr.wait(duration + self.execute_margin, self._cancelled):
+        if not wr.wait(duration + self.execute_margin, self._cancelled, clock=self._now):
             _Wait(gh.cancel_goal_async()).wait(2.0)
             if self._cancelled():
                 return False, "canceled"
-            return False, f"no result within {duration + self.execute_margin:.1f} s"
+            return False, f"no result within {duration + self.execute_margin:.1f} s (node clock)"
         result = wr.future.result()
         if result.status != GoalStatus.STATUS_SUCCEEDED or result.result.error_code != 0:
             return False, f"controller: {result.result.error_string or 'status ' + str(result.status)}"

@@ -15,6 +15,9 @@ around each link segment when the URDF has no <collision> elements: the robot's 
 the one model of every check), tool_length (0.0 m, extra capsule along the tip z axis, capsules only), floor_height (0.0 m, the
 table top; NaN: no floor), avoidance_methods (["straight", "lift_over", "potential_field"], tried in order),
 max_joint_step (0.1 rad, Cartesian jump threshold), obstacle_timeout (0 s: obstacles never expire),
+singularity_threshold (0.01: the smallest minimum singular value of the Jacobian along every planned path,
+manip_core.analysis.path_singularity; 0: not checked) and singularity_action ("warn": success, the message and
+the log say so; "refuse": PLANNING_FAILED),
 and the robot model's urdf_path, robot_description, base_link, tip_link (RobotModelSource).
 
 The maths lives in planning.py (no rclpy).
@@ -134,6 +137,11 @@ class PlannerNode(Node):
             planning_time_limit=p("planning_time_limit", 1.0, "s: time limit of the sampling planner"),
             planner_seed=p("planner_seed", 0, "seed of the sampling planner's random stream (repeatable plans)"),
             backend=p("backend", "cpu", "collision checks: cpu, or cuda (batched re-checks on the GPU)"),
+            singularity_threshold=p("singularity_threshold", 0.01,
+                                    "minimum singular value of the Jacobian (full body Jacobian for 6+ joints, else "
+                                    "position rows) below which a planned path counts as singular (0: no check)"),
+            singularity_action=p("singularity_action", "warn", "singular path: warn (success, the message says so) "
+                                                               "or refuse (PLANNING_FAILED)"),
         )
         self.obstacle_timeout = p("obstacle_timeout", 0.0, "s: ignore obstacles older than this (0: never)")
         bad = [m for m in self.settings.avoidance_methods if m not in METHODS]

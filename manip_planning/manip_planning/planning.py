@@ -120,9 +120,15 @@ class PlannerSettings:
     jerk_limits: tuple = ()                  # rad/s^3 per joint for the jerk_limited profile; empty: 50 each
     goal_clearance: float = 0.06             # m: IK goals ranked by clearance up to this, then nearest the start
     ik_seeds: int = 16                       # extra numerical IK seeds (random, repeatable) when choosing a goal
+    # singularity check of every planned path (manip_core.analysis.path_singularity): the smallest minimum singular
+    # value of the Jacobian ("full" 6 x dof body Jacobian for 6+ joints, else "position") along the trajectory;
+    # below singularity_threshold (0: not checked) the path is refused (PLANNING_FAILED) or reported ("warn")
+    singularity_threshold: float = 0.01
+    singularity_action: str = "warn"         # "warn" or "refuse"
 
 
 HEURISTICS = "heuristics"
+SINGULARITY_ACTIONS = ("warn", "refuse")
 
 
 def collision_model_for(model, urdf=None, settings=None):
@@ -161,6 +167,12 @@ class Planner:
         from .robot_collision import BACKENDS
         if s.backend not in BACKENDS:
             raise ValueError(f"backend {s.backend!r} unknown (known: {', '.join(BACKENDS)})")
+        if s.singularity_action not in SINGULARITY_ACTIONS:
+            raise ValueError(f"singularity_action {s.singularity_action!r} unknown (known: "
+                             f"{', '.join(SINGULARITY_ACTIONS)})")
+        if not (math.isfinite(s.singularity_threshold) and s.singularity_threshold >= 0):
+            raise ValueError(f"singularity_threshold must be a finite singular value >= 0, got "
+                             f"{s.singularity_threshold!r}")
         self.collision_model = collision_model if collision_model is not None else collision_model_for(model,
                                                                                                        settings=s)
         n = model.dof
@@ -253,11 +265,27 @@ class Planner:
                 from .posture_ik import toward_posture
                 sols = [toward_posture(model, q, T, q_near)[0] for q in sols] + (sols[1:] if more else [])
         unique = []
-        for q in sols:
+        for q in (self._nearest_turn(q, q_near) for q in sols):
             if all(np.max(np.abs(q - u)) > 1e-3 for u in unique):
                 unique.append(q)
         unique.sort(key=lambda q: float(np.linalg.norm(q - q_near)))
         return unique
+
+    def _nearest_turn(self, q, q_near):
+        """q with each revolute joint whose range spans more than a turn (continuous joints: infinite limits)
+        moved by whole turns (2 pi rad) to the value nearest q_near within its limits (the same pose)."""
+        q = np.array(q, dtype=np.float64)
+        lo, hi = self.model.joint_lower, self.model.joint_upper
+        types = getattr(self.model, "joint_types", None)
+        for i in range(len(q)):
+            if types is not None and str(types[i]).lower().startswith("p"):
+                continue       # prismatic
+            if not hi[i] - lo[i] > 2.0 * math.pi:
+                continue
+            v = q[i] + 2.0 * math.pi * round((q_near[i] - q[i]) / (2.0 * math.pi))
+            if lo[i] <= v <= hi[i]:
+                q[i] = v
+        return q
 
     def choose_ik(self, T, q_near, scene=None, required=None):
         """A joint solution of tip pose T with every link above the floor. Without a scene (or ``required``):
@@ -274,7 +302,7 @@ class Planner:
             self.last_goal_choice = f"IK solution nearest the start ({len(sols)} found)"
             return sols[0]
         enough = max(float(required), float(self.s.goal_clearance))
-        ch = self._checker(scene, 0.0)
+        ch = self._checker(scene, 0.0, at=(q_near,))
         margin = self.s.safety_margin
 
         def rate(qs):
@@ -302,13 +330,21 @@ class Planner:
                                  f"nearest the start), clearance {clear[best]:.3f} m")
         return sols[best]
 
-    def _checker(self, scene, inflate_m, floor_offset_m=0.0):
+    def _checker(self, scene, inflate_m, floor_offset_m=0.0, at=()):
         """The sampling planner's CollisionChecker (held object attached) for the obstacles grown by inflate_m
-        (planning_scene)."""
+        (planning_scene). Self-collision pairs that already touch in the model at the configurations ``at``
+        (start, goal: where the real arm is) are not checked (self_contact.py); they are kept in
+        ``_ignored_pairs``."""
         robot = self.collision_model
         if self._held_shape is not None:
             robot = copy.copy(robot)
             robot.attach(self._held_shape)
+        if len(at) and len(robot.pairs):
+            from .self_contact import touching_pairs, without_pairs
+            pairs = touching_pairs(robot, at)
+            if pairs:
+                robot = without_pairs(robot, pairs)
+                self._ignored_pairs |= pairs
         return CollisionChecker(robot, self.planning_scene(scene, inflate_m, floor_offset_m), backend=self.s.backend)
 
     def _above_floor(self, sols):
@@ -333,6 +369,7 @@ class Planner:
     # ------------------------------------------------------------------- held and handled objects
     _held = None          # (K, 4) spheres of the held object in the tip frame during one request, else None
     _held_shape = None    # the same object as a Shape (tip frame), for the sampling planner's collision model
+    _ignored_pairs = frozenset()   # self-collision pairs touching at the start or goal of this request
 
     def _clearances(self, q, scene):
         """RobotSpheres.clearances with the held object's spheres (when one is attached) counted as the arm."""
@@ -493,7 +530,7 @@ class Planner:
         floor_offset = min(0.0, f - 0.002)
         # what the path is then guaranteed to keep (a box grown by d keeps d at its faces; edges checked 5 mm finer)
         self._path_need = np.where(grow < margin + GROWN_EXTRA_M, np.minimum(grow - 0.005, margin), margin)
-        ch = self._checker(scene, grow, floor_offset)
+        ch = self._checker(scene, grow, floor_offset, at=(q0, q1))
         robot = ch.robot
         self._last_checker = ch
         res = plan_path(ch, q0, q1, planner=self.s.path_planner, time_limit_s=self.s.planning_time_limit,
@@ -512,6 +549,13 @@ class Planner:
                     iterations=res.iterations)
         path = LinePath(res.path[0], res.path[-1]) if len(res.path) == 2 else PolylinePath(res.path)
         return path, self.s.path_planner, info
+
+    def _singularity(self, Q):
+        """manip_core.analysis.path_singularity.check_path of the joint samples Q (None when not checked)."""
+        if not self.s.singularity_threshold > 0:
+            return None
+        from manip_core.analysis.path_singularity import check_path
+        return check_path(self.model, Q, float(self.s.singularity_threshold))
 
     def _settings_of(self, req):
         vs = float(req.velocity_scaling)
@@ -615,6 +659,7 @@ class Planner:
         details = {}
         self._last_checker = None
         self._path_need = None
+        self._ignored_pairs = set()
         if req.path_type == PATH_CARTESIAN:
             T_goal = goal_T if goal_T is not None else model.fk(q1)
             path = CartesianPath(model, q0, T_goal, max_joint_step=self.s.max_joint_step,
@@ -660,11 +705,24 @@ class Planner:
             mo, mf, per = self._min_clearance(densify(traj.positions, 0.01), scene)
             if req.avoid_obstacles and len(scene):
                 self._check_kept(scene, per, q0, traj.positions[-1], "the trajectory", self._path_need)
+        sing = self._singularity(traj.positions)
+        if sing is not None:
+            details["singularity"] = dict(min_singular_value=sing.min_value, threshold=sing.threshold,
+                                          part=sing.part, below=sing.below)
+            if sing.below and self.s.singularity_action == "refuse":
+                raise PlanningError(PLANNING_FAILED, f"{method} path refused (singularity_action refuse): "
+                                                     f"{sing.message()}")
+            if sing.below:
+                log.warning("planned %s path: %s", method, sing.message())
         msg = (f"{method} path, {traj.profile}, {traj.duration:.3f} s, {len(traj)} points"
                + (f", min obstacle clearance {mo:.3f} m" if math.isfinite(mo) else "")
                + (", holding an object" if self._held is not None else "")
                + (f"; {dropped} obstacle(s) ignored (the held or allowed object)" if dropped else "")
-               + (f"; goal: {details['goal']}" if "goal" in details else ""))
+               + (f"; goal: {details['goal']}" if "goal" in details else "")
+               + (f"; self-collision pair(s) not checked (touching in the collision model at the start or goal): "
+                  f"{', '.join(sorted('-'.join(sorted(p)) for p in self._ignored_pairs))}" if self._ignored_pairs
+                  else "")
+               + (f"; warning: {sing.message()}" if sing is not None and sing.below else ""))
         if req.avoid_obstacles and len(scene):
             close = [j for j in range(len(scene)) if min(self._clearances(q0, scene)[0][j],
                                                          self._clearances(q1, scene)[0][j]) < margin]

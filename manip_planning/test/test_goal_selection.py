@@ -112,3 +112,62 @@ def test_start_inside_the_margin_keeps_its_clearance(ur5):
     assert res.success, res.message
     assert res.method == "rrt_connect"
     assert res.min_obstacle_distance >= c0 / np.sqrt(3.0) - 0.007
+
+
+def test_path_through_a_wrist_singularity_is_reported_or_refused(ur5):
+    """The UR5's wrist is singular where wrist_2 = 0 (wrist_1 and wrist_3 axes aligned: a zero singular value
+    of the body Jacobian). A joint line from wrist_2 = -pi/2 to +pi/2 crosses it: "warn" plans it and says so,
+    "refuse" fails with PLANNING_FAILED; a path that keeps wrist_2 away from 0 is not flagged."""
+    from manip_planning.planning import PLANNING_FAILED
+    q0 = HOME.copy()
+    q1 = HOME.copy()
+    q1[4] = np.pi / 2
+    warn = Planner(ur5, PlannerSettings(singularity_threshold=0.01)).plan(PlanRequest(start=q0, goal_joints=q1))
+    assert warn.success and "singularity" in warn.message, warn.message
+    assert warn.details["singularity"]["below"] and warn.details["singularity"]["min_singular_value"] < 0.01
+    refuse = Planner(ur5, PlannerSettings(singularity_threshold=0.01, singularity_action="refuse"))
+    res = refuse.plan(PlanRequest(start=q0, goal_joints=q1))
+    assert not res.success and res.error_code == PLANNING_FAILED and "singular" in res.message, res.message
+    q2 = HOME.copy()
+    q2[4] = -1.0
+    ok = refuse.plan(PlanRequest(start=q0, goal_joints=q2))
+    assert ok.success and not ok.details["singularity"]["below"], ok.message
+    with pytest.raises(ValueError, match="singularity_action"):
+        Planner(ur5, PlannerSettings(singularity_action="ignore"))
+
+
+MBM_UR5 = ROOT.parent / "shared/benchmarks/mbm/robots/ur5/ur5_spherized.urdf"
+
+
+def test_self_contact_of_the_model_at_the_start_is_not_checked():
+    """A collision model whose spheres overlap between two links at the start (a conservative mesh cover, no
+    SRDF): the real arm is there, so that pair is not checked for this plan (the message names it), while
+    other pairs still are. Oracle: the overlap computed from spheres_world."""
+    if not MBM_UR5.is_file():
+        pytest.skip(f"{MBM_UR5} not present")
+    from manip_core.model import RobotModel
+    from manip_planning.robot_collision import RobotCollisionModel
+    from manip_planning.self_contact import touching_pairs
+    model = RobotModel.from_urdf(str(MBM_UR5), "base_link", "tool0")
+    base = collision_model_for(model, str(MBM_UR5))
+    q0 = np.array([0.0, -1.2, 1.2, -1.5, -1.5, 0.0])
+    q1 = q0 + 0.3
+    spheres = dict(base.link_spheres)
+    # a sphere on wrist_3 that reaches into the forearm at q0 (an over-conservative cover)
+    T_w3, T_fa = model.fk(q0, "wrist_3_link"), model.fk(q0, "forearm_link")
+    p_fa = T_fa[:3, 3] + T_fa[:3, :3] @ spheres["forearm_link"][-1, :3]
+    p_local = np.linalg.inv(T_w3) @ np.append(0.5 * (T_w3[:3, 3] + p_fa), 1.0)
+    r = 0.5 * np.linalg.norm(T_w3[:3, 3] - p_fa) + 0.01
+    spheres["wrist_3_link"] = np.vstack([spheres["wrist_3_link"], np.append(p_local[:3], r)])
+    robot = RobotCollisionModel(model, spheres, base.disabled, base.check_fixed_links, "test")
+    S = robot.spheres_world(q0)
+    names = np.repeat(robot.group_names, np.diff(robot.grp_start))
+    A, B = S[names == "wrist_3_link"], S[names == "forearm_link"]
+    overlap = np.min(np.linalg.norm(A[:, None, :3] - B[None, :, :3], axis=2) - A[:, None, 3] - B[None, :, 3])
+    assert overlap < 0
+    assert frozenset(("wrist_3_link", "forearm_link")) in touching_pairs(robot, [q0])
+    planner = Planner(model, PlannerSettings(), robot)
+    res = planner.plan(PlanRequest(start=q0, goal_joints=q1, avoid_obstacles=True),
+                       [Obstacle([-0.6, -0.6, 0.2], [0.1, 0.1, 0.1])])
+    assert res.success, res.message
+    assert "forearm_link-wrist_3_link" in res.message, res.message

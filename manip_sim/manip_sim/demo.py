@@ -123,6 +123,67 @@ def _ready_target(model, raw):
     return target
 
 
+READY_CLEARANCE_M = 0.05    # the derived ready pose keeps this from the scene's bodies (planner margin 0.03 + 2 cm)
+
+
+def _scene_obstacles(raw):
+    """manip_planning Obstacles of a scene's obstacles and objects (base frame): an unrotated box as it is,
+    anything else as its bounding sphere."""
+    from manip_planning.collision import Obstacle
+    out = []
+    for body in list(raw.get("obstacles") or []) + list(raw.get("objects") or []):
+        try:
+            p = np.asarray(body["position"], dtype=float)
+            size = np.asarray(body["size"], dtype=float).reshape(-1)
+            quat = np.asarray(body.get("orientation_xyzw", [0, 0, 0, 1]), dtype=float)
+        except (KeyError, TypeError, ValueError):
+            continue   # the scene loader names a malformed body
+        unrotated = np.allclose(np.abs(quat), [0, 0, 0, 1])
+        if body.get("shape") == "box" and size.size == 3 and unrotated:
+            out.append(Obstacle(p, size))
+        else:
+            ext = {1: lambda d: [d[0]] * 3, 2: lambda d: [d[0], d[0], d[1]]}.get(size.size, lambda d: d)(size)
+            out.append(Obstacle(p, radius=0.5 * float(np.linalg.norm(ext))))
+    return out
+
+
+def _clear_ready(model, urdf, raw, target):
+    """(q, description) of the derived ready pose: manip_core.ready_pose's (best manipulability, tool down at
+    ``target``) when it keeps READY_CLEARANCE_M from the scene's bodies on the planner's own collision spheres;
+    else, of the tool-down IK solutions there, the best manipulability among those that keep it, else the
+    clearest (a UR10's best-manipulability solution put its elbow inside the demo's pillar)."""
+    from manip_core.ready_pose import ready_configuration, tool_down_solutions
+    from manip_planning.collision import Scene
+    from manip_planning.planning import Planner, PlannerSettings, collision_model_for
+    ready = ready_configuration(model, target)
+    obstacles = _scene_obstacles(raw)
+    if not obstacles:
+        return ready.q, ready.description
+    planner = Planner(model, PlannerSettings(), collision_model_for(model, urdf))
+    scene = Scene(obstacles)
+
+    def clearance(q):
+        return float(np.min(planner.arm.clearances(q, scene)[0]))
+
+    c = clearance(ready.q)
+    if c >= READY_CLEARANCE_M:
+        return ready.q, f"{ready.description}; clearance to the scene's bodies {c:.3f} m"
+    part = "full" if model.dof >= 6 else "position"
+    rated = [(q, clearance(q), float(model.manipulability(q, part)))
+             for q in tool_down_solutions(model, target, yaws=8, seeds=4)]
+    ok = [r for r in rated if r[1] >= READY_CLEARANCE_M]
+    if ok:
+        q, c2, w = max(ok, key=lambda r: r[2])
+        return q, (f"{ready.description} came {c:.3f} m from the scene's bodies: instead the best manipulability "
+                   f"{w:.4g} of the {len(ok)} of {len(rated)} tool-down solutions that keep {READY_CLEARANCE_M} m "
+                   f"(clearance {c2:.3f} m)")
+    if rated and max(r[1] for r in rated) > c:
+        q, c2, w = max(rated, key=lambda r: r[1])
+        return q, (f"{ready.description} came {c:.3f} m from the scene's bodies; no tool-down solution keeps "
+                   f"{READY_CLEARANCE_M} m: the clearest of {len(rated)} ({c2:.3f} m)")
+    return ready.q, f"{ready.description}; clearance to the scene's bodies only {c:.3f} m"
+
+
 def prepare_scene(args, out_dir):
     """The run's scene and camera files, written into ``out_dir`` (scene.yaml, stereo_camera.yaml).
 
@@ -133,7 +194,6 @@ def prepare_scene(args, out_dir):
     initial_positions starts at manip_core.ready_pose's ready configuration. Each choice is logged."""
     import yaml
     from manip_core import RobotModel
-    from manip_core.ready_pose import ready_configuration
     from .layout import demo_layout
     from .scene import resolve_urdf
     scene_file = Path(args.scene)
@@ -178,9 +238,9 @@ def prepare_scene(args, out_dir):
                 params[key] = [float(v) * max(s, 1.0) for v in params[key]]
         log(f"objects placed for {model.name}: {layout.description}")
     if robot.get("initial_positions") is None:
-        ready = ready_configuration(model, _ready_target(model, raw))
-        robot["initial_positions"] = {n: float(v) for n, v in zip(model.joint_names, ready.q)}
-        log(f"initial joint positions (none given): {ready.description}")
+        q, how = _clear_ready(model, robot["urdf"], raw, _ready_target(model, raw))
+        robot["initial_positions"] = {n: float(v) for n, v in zip(model.joint_names, q)}
+        log(f"initial joint positions (none given): {how}")
     raw["robot"] = robot
     scene_path, camera_path = out_dir / "scene.yaml", out_dir / "stereo_camera.yaml"
     scene_path.write_text("# written by manip-demo for this run (manip_sim/manip_sim/demo.py prepare_scene)\n"

@@ -90,3 +90,34 @@ def test_ready_pose_target_clears_an_obstacle_below_it():
     target = _ready_target(model, {"obstacles": [pillar, far]})
     assert np.allclose(target[:2], free[:2]) and target[2] == pytest.approx(max(free[2], top + 0.15 * reach))
     assert np.allclose(_ready_target(model, {"obstacles": [far]}), free)
+
+
+def test_ready_pose_keeps_clear_of_the_scene_bodies():
+    """The derived ready pose: when manip_core.ready_pose's best-manipulability solution has a link inside a
+    scene body (a box put around its elbow here, as the demo's pillar was for the UR10), another tool-down
+    solution at the same target is taken that keeps READY_CLEARANCE_M; oracle: the collision spheres the planner
+    checks (RobotCollisionModel.spheres_world) against the box, by clamping."""
+    from manip_core import RobotModel
+    from manip_core.ready_pose import ready_configuration
+    from manip_core.robots import robot_path
+    from manip_planning.planning import collision_model_for
+    from manip_sim.demo import READY_CLEARANCE_M, _clear_ready
+    urdf = str(robot_path("ur5"))
+    model = RobotModel.from_urdf(urdf, None, None)
+    target = np.array([0.45, 0.0, 0.40])
+    best = ready_configuration(model, target).q
+    elbow = model.fk(best, "forearm_link")[:3, 3]
+    box = {"name": "block", "shape": "box", "size": [0.12, 0.12, 0.12], "position": elbow.tolist()}
+    q, how = _clear_ready(model, urdf, {"obstacles": [box]}, target)
+    assert "instead" in how, how
+    assert np.allclose(model.fk(q)[:3, 3], target, atol=1e-5)
+    robot = collision_model_for(model, urdf)
+
+    def clearance(qq):
+        S = robot.spheres_world(qq)
+        lo, hi = elbow - 0.06, elbow + 0.06
+        return float(np.min(np.linalg.norm(S[:, :3] - np.clip(S[:, :3], lo, hi), axis=1) - S[:, 3]))
+
+    assert clearance(best) < 0 and clearance(q) >= READY_CLEARANCE_M - 1e-9
+    q2, how2 = _clear_ready(model, urdf, {}, target)            # nothing in the way: manip_core's choice
+    assert np.allclose(q2, best)
