@@ -218,6 +218,33 @@ def former_obstacle_stage(mod, inp, reps):
     return out, dets
 
 
+def sim_scene_objects():
+    """Per object of the simulator's rendered scenes (manip_sim's renderer, textures and scene files; the views
+    of test_sim_scenes.py), per matcher, with the node's defaults: the detection nearest to the object's
+    visible centre (error, voxels; 'lost' beyond 3 cm), and detections not inside any body (phantoms)."""
+    ts = _load('perception_test_sim_scenes', TEST_DIR / 'test_sim_scenes.py')
+    out = {}
+    for view, fn, levels, names in (('demo scene, 1 m, 38 deg down', ts.demo_view, 1, ('cube', 'pillar')),
+                                    ('shelf scene, 1.2 m, 45 deg down', ts.shelf_view, 2,
+                                     ('cube', 'pillar', 'box_on_shelf'))):
+        scene, left, right, cam = fn()
+        board_top = 0.49
+        for matcher, tex in (('bm', 0.0), ('sgbm', 1.5)):
+            params = ObstacleParams(camera_position=tuple(cam.position),
+                                    camera_orientation_xyzw=tuple(cam.orientation_xyzw), max_support_planes=levels)
+            det = detect_obstacles(ts._points(left, right, cam, matcher, tex), params)
+            row = {}
+            for name in names:
+                want = ts._expected_centre(scene.body(name), board_top if name == 'box_on_shelf' else 0.0)
+                o = ts._nearest(det.obstacles, want) if det.obstacles else None
+                err = float(np.linalg.norm(o.center - want)) if o is not None else float('inf')
+                row[name] = (err, o.num_points) if err < 0.03 else None
+            bodies = [b for b in scene.bodies if b is not scene.table]
+            row['phantoms'] = sum(not any(ts._inside(o.center, b, 0.02) for b in bodies) for o in det.obstacles)
+            out[f"{view}, {matcher}, texture {tex}"] = row
+    return out
+
+
 def med_ms(v):
     return float(np.median(v)) * 1e3 if v else float('nan')
 
@@ -294,6 +321,8 @@ def main(argv=None):
             _, dets = run_chain(b, sgbm, params, 1, body=body, scale=scale)
             key = f"{b['name']}, {matcher}, texture {tex}" + (", half resolution" if scale != 1.0 else "")
             results['accuracy'][key] = rb.score(dets, b['truth'])
+    log('accuracy: the simulator\'s rendered scenes')
+    results['sim_scenes'] = sim_scene_objects()
     results['uptime_end'] = subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()
     results['depth_resolution_m'] = {f'{z} m': float(depth_resolution(z, scene['fx'], scene['baseline'], 0.25))
                                      for z in (0.5, 1.0, 2.0, 3.0)}
@@ -355,6 +384,16 @@ def render_table(r, fB):
         lines.append(f"| {name} | {s['precision']:.2f} | {s['recall']:.2f} | {100 * s['centre_error_mean_m']:.1f} / "
                      f"{100 * s['centre_error_max_m']:.1f} | {100 * s['size_error_max_m']:.1f} | "
                      f"{s['false_positives']} |")
+    if r.get('sim_scenes'):
+        lines += ['', "## The simulator's rendered scenes (node defaults; nearest detection to each object's visible "
+                  "centre: error cm (voxels), lost beyond 3 cm)", '',
+                  '| view, matcher | cube (4 cm) | pillar | box on the shelf | phantoms |', '|---|---|---|---|---|']
+        for name, row in r['sim_scenes'].items():
+            cells = []
+            for k in ('cube', 'pillar', 'box_on_shelf'):
+                v = row.get(k, '-')
+                cells.append('-' if v == '-' else 'lost' if v is None else f"{100 * v[0]:.1f} ({v[1]})")
+            lines.append(f"| {name} | {' | '.join(cells)} | {row['phantoms']} |")
     lines += ['', f"Depth resolution for 0.25 px of disparity error, dZ = Z^2 dd / (f B) with f B = {fB:.1f} px m: "
               + ', '.join(f"{k}: {100 * v:.1f} cm" for k, v in r['depth_resolution_m'].items()) + '.', '']
     return '\n'.join(lines)

@@ -82,12 +82,28 @@ def _nearest(obstacles, point):
     return min(obstacles, key=lambda o: np.linalg.norm(o.center - point))
 
 
-@pytest.fixture(scope='module')
-def demo_points():
+def demo_view():
+    """(scene, left, right, camera): the simulator's demo scene through its own camera (stereo_camera.yaml)."""
     import yaml
     p = yaml.safe_load((REPO / 'manip_sim/config/stereo_camera.yaml').read_text())['/**']['ros__parameters']
     scene = _scene('pick_place_scene.yaml')
-    left, right, cam = _render(scene, p['camera_position'], p['camera_orientation_xyzw'])
+    return (scene, *_render(scene, p['camera_position'], p['camera_orientation_xyzw']))
+
+
+def shelf_view():
+    """(scene, left, right, camera): the shelf scene with a 8 x 6 x 10 cm box on the board (top at z = 0.49),
+    seen by the simulator's camera from (0.45, -0.75, 1.0), looking along +y and 45 degrees down."""
+    scene = _scene('shelf_scene.yaml')
+    pillar = scene.body('pillar')
+    box = dataclasses.replace(pillar, name='box_on_shelf', size=(0.08, 0.06, 0.10), position=(0.40, 0.28, 0.54))
+    scene = dataclasses.replace(scene, obstacles=tuple(scene.obstacles) + (box,))
+    a = -math.radians(90 + 45) / 2
+    return (scene, *_render(scene, (0.45, -0.75, 1.0), (math.sin(a), 0.0, 0.0, math.cos(a))))
+
+
+@pytest.fixture(scope='module')
+def demo_points():
+    scene, left, right, cam = demo_view()
     return scene, cam, _points(left, right, cam, 'bm', 0.0)
 
 
@@ -112,15 +128,8 @@ def test_block_matching_keeps_the_demo_cube(demo_points):
 
 @pytest.fixture(scope='module')
 def shelf():
-    """The shelf scene with a 8 x 6 x 10 cm box on the board (top at z = 0.49), seen by the simulator's camera
-    from (0.45, -0.75, 1.0), looking along +y and 45 degrees down (SGBM with the simulator's texture check, as
-    the simulated graph runs it)."""
-    scene = _scene('shelf_scene.yaml')
-    pillar = scene.body('pillar')
-    box = dataclasses.replace(pillar, name='box_on_shelf', size=(0.08, 0.06, 0.10), position=(0.40, 0.28, 0.54))
-    scene = dataclasses.replace(scene, obstacles=tuple(scene.obstacles) + (box,))
-    a = -math.radians(90 + 45) / 2
-    left, right, cam = _render(scene, (0.45, -0.75, 1.0), (math.sin(a), 0.0, 0.0, math.cos(a)))
+    """shelf_view() through SGBM with the simulator's texture check, as the simulated graph runs it."""
+    scene, left, right, cam = shelf_view()
     params = ObstacleParams(camera_position=tuple(cam.position), camera_orientation_xyzw=tuple(cam.orientation_xyzw))
     return scene, params, _points(left, right, cam, 'sgbm', 1.5)
 
