@@ -19,6 +19,18 @@ box (5 kg at 0.1 m on the UR5's 1.3e-4 kg*m^2 wrist) let the estimates reach val
 arm in bench/control.py, hence the tight default (3 kg within 0.02 m of the tool frame). With noisy
 velocities the estimates drift (noise in s drives them): ``dead_zone`` stops the adaptation while |s| is
 within the noise (bench/control.py uses 2 rad/s with 1e-3 rad encoder noise).
+
+Normalised gains. The update closes a second loop: d(Y pi^)/dt = Y Gamma Y^T s acts on s like a spring of
+rate^2 Gamma_j Y_j^T M^-1 Y_j per parameter j (column Y_j). On a light joint (the UR5's wrist 3: 2e-4 kg*m^2)
+a first-moment parameter's gravity column makes that rate ~200/s, far beyond what a 250 Hz loop with two
+periods of measurement delay supports: the wrist chattered on PyBullet. Each parameter's gain is therefore
+capped at every tick (a normalised update, Ioannou & Sun, Robust Adaptive Control, 1996, sec. 4.5 and 8.5):
+
+    Gamma_j(t) = min(Gamma_j, w_a^2 / (Y_j^T M^(q)^-1 Y_j)),   w_a = ``adaptation_rate`` (1/s, default Ks / 2)
+
+so that no parameter's loop is faster than critically damped by Ks. With a time-varying Gamma the
+Lyapunov argument above holds only while no cap is active (it assumes an undelayed loop anyway); the
+estimates stay bounded by the projection whatever the caps.
 """
 from __future__ import annotations
 
@@ -35,6 +47,12 @@ __all__ = ["SlotineLi"]
 _KIND = np.array([0] + [1] * 3 + [2] * 6)
 
 
+def _rate_check(v):
+    if v in (-1, -1.0):
+        return
+    check_nonnegative("adaptive.adaptation_rate")(v)
+
+
 class SlotineLi(_Law):
     """Slotine-Li adaptive computed torque (see module). ``estimates``: (len(bodies), 10) current pi^."""
 
@@ -45,6 +63,8 @@ class SlotineLi(_Law):
         Param("damping", 20.0, "linear damping Ks of s (1/s)", check_nonnegative("adaptive.damping")),
         Param("adaptation_gains", [2.0, 0.05, 0.002], "Gamma for [mass, first moment, inertia] parameters, "
               "(parameter unit)^2/(N*m*rad)", check_nonnegative("adaptive.adaptation_gains")),
+        Param("adaptation_rate", -1.0, "w_a (1/s): each parameter's adaptation gain is capped so that its loop "
+              "(Gamma_j Y_j^T M^-1 Y_j) is no faster than w_a^2; -1: damping / 2", _rate_check),
         Param("dead_zone", 0.0, "rad/s: no adaptation while |s| (2-norm) is below it (robustness to measurement "
               "noise, Slotine & Li sec. 8.6)", check_nonnegative("adaptive.dead_zone")),
         Param("adapt", "tip", "which bodies' parameters adapt: tip or all", check_choice("adaptive.adapt",
@@ -64,10 +84,11 @@ class SlotineLi(_Law):
                                   p.get("payload_radius_m", 0.02), 0.0)
         return cls(model, bounds, lam=p.get("lambda", [10.0]), damping=p.get("damping", 20.0),
                    gains=p.get("adaptation_gains", [2.0, 0.05, 0.002]), adapt=p.get("adapt", "tip"),
-                   dead_zone=p.get("dead_zone", 0.0), period_s=period_s)
+                   dead_zone=p.get("dead_zone", 0.0), period_s=period_s,
+                   adaptation_rate=p.get("adaptation_rate", -1.0))
 
     def __init__(self, model, bounds=None, lam=10.0, damping=20.0, gains=(2.0, 0.05, 0.002), adapt="tip",
-                 period_s=0.004, dead_zone=0.0):
+                 period_s=0.004, dead_zone=0.0, adaptation_rate=None):
         super().__init__(model, period_s)
         n = model.dof
         check_choice("adapt", ("tip", "all"))(adapt)
@@ -90,6 +111,12 @@ class SlotineLi(_Law):
         self.gamma = np.tile(g[_KIND], len(self.bodies))
         self.pi_hat = self.pi_model.copy()
         self.dead_zone = float(dead_zone)
+        rate = 0.5 * self.damping if adaptation_rate is None or float(adaptation_rate) == -1.0 \
+            else float(adaptation_rate)
+        if not (math.isfinite(rate) and rate >= 0.0):
+            raise ValueError(f"adaptation_rate must be >= 0 (1/s) or -1, got {adaptation_rate}")
+        self.adaptation_rate = rate
+        self.last_gain = self.gamma.copy()   # Gamma_j(t) of the last update
         self.kp, self.kd = self.lam, np.ones(n)  # for the node's log line: s = ed + lambda e
         self._g = np.array([0.0, 0.0, -9.81])
 
@@ -112,8 +139,15 @@ class SlotineLi(_Law):
         t_minus = model.inverse_dynamics(q, qd - v, -2.0 * a, gravity=-2.0 * self._g)
         Ya = R.slotine_li_regressor(model, q, qd, v, a, self._g, self.bodies)
         tau = 0.25 * (t_plus - t_minus) + Ya @ (self.pi_hat - self.pi_model)
-        tau = tau + model.mass_matrix(q) @ (self.damping * s)
+        M = model.mass_matrix(q)
+        tau = tau + M @ (self.damping * s)
         out = clip_efforts(tau, self.effort_limits)
         if np.linalg.norm(s) > self.dead_zone:
-            self.pi_hat = np.clip(self.pi_hat + self.period_s * self.gamma * (Ya.T @ s), self.lower, self.upper)
+            # normalised gains: Gamma_j Y_j^T M^-1 Y_j <= w_a^2 (see module)
+            U = np.linalg.solve(np.linalg.cholesky(M), Ya)
+            c = np.einsum("ij,ij->j", U, U)
+            cap = self.adaptation_rate ** 2
+            gain = np.where(self.gamma * c > cap, cap / np.where(c > 0.0, c, 1.0), self.gamma)
+            self.last_gain = gain
+            self.pi_hat = np.clip(self.pi_hat + self.period_s * gain * (Ya.T @ s), self.lower, self.upper)
         return out

@@ -190,17 +190,25 @@ def _design(model, kind, period_s, delay_periods, max_natural_frequency, damping
     return JointGains(kp, ki, kd, wn, m, worst, beta if kind == "pid" else None, iterations)
 
 
-def sliding_mode_rate(period_s=0.004, delay_periods=DEFAULT_DELAY_PERIODS, gain_margin=DEFAULT_GAIN_MARGIN):
+def sliding_mode_rate(period_s=0.004, delay_periods=DEFAULT_DELAY_PERIODS, gain_margin=DEFAULT_GAIN_MARGIN,
+                      integral=False):
     """w (1/s) for the sliding-mode law (manip_control.robust): with Lambda = Ks = w and the boundary layer's
-    gain adding at most w to the decay rate of s, the decoupled loop per joint is q'' = -(Lambda + a) q' -
-    Lambda a q with a in [w, 2 w]; w is the largest (0.25/s steps) for which that loop, sampled at period_s with
-    delay_periods of measurement delay and every gain times gain_margin, is stable at both ends (e.g. 23/s at
-    4 ms with 2 periods, 37.5/s with 1 period)."""
+    gain adding at most w to the decay rate of s, the decoupled loop per joint inside the layer is s' = -a s
+    with a in [w, 2 w]. For s = e' + Lambda e: e'' = -(Lambda + a) e' - Lambda a e; for the integral surface
+    s = e' + 2 Lambda e + Lambda^2 int(e) dt: e'' = -(2 Lambda + a) e' - (Lambda^2 + 2 Lambda a) e - a Lambda^2
+    int(e) dt. w is the largest (0.25/s steps) for which that loop, sampled at period_s with delay_periods of
+    measurement delay and every gain times gain_margin, is stable at both ends (e.g. 23.2/s at 4 ms with 2 periods,
+    37.4/s with 1 period; 16.8/s with the integral surface at 4 ms and 2 periods)."""
     one = np.array([[1.0]])
     g = float(gain_margin)
 
+    def gains(w, a):
+        if integral:
+            return [g * (w * w + 2.0 * w * a)], [g * (2.0 * w + a)], [g * a * w * w]
+        return [g * w * a], [g * (w + a)], None
+
     def stable(w):
-        return all(spectral_radius(loop_matrix(one, [g * w * a], [g * (w + a)], None, period_s, delay_periods)) < 1.0
+        return all(spectral_radius(loop_matrix(one, *gains(w, a)[:2], gains(w, a)[2], period_s, delay_periods)) < 1.0
                    for a in (w, 2.0 * w))
     lo, hi = 0.0, 4.0 / float(period_s)
     if not stable(0.25):

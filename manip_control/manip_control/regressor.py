@@ -78,9 +78,12 @@ def with_parameters(model, pi):
         raise ValueError(f"inertial parameters must have shape ({nb}, {N_PARAMS}), got {pi.shape}")
     if not np.all(np.isfinite(pi)):
         raise ValueError("inertial parameters hold NaN or inf")
-    out = copy.copy(model)
-    out._mf = model._mf.copy()
-    out._ws = K.new_ws(model._mi)
+    # a fresh model of the same tree owns its arrays (and whatever manip_core derives from them), so the new
+    # parameters are written in place; a shallow copy with a new array would leave such derived state behind
+    out = type(model)(model.tree, model.base_link, model.tip_link)
+    for k, v in vars(model).items():   # what was set after construction (e.g. by RobotModel.load)
+        if k not in vars(out) and not isinstance(v, np.ndarray):
+            setattr(out, k, copy.copy(v))
     _write(out._mf, pi)
     return out
 

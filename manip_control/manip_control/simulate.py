@@ -3,6 +3,8 @@
 The plant: semi-implicit (symplectic) Euler at the control rate, the effort held over each period:
 qd_{k+1} = qd_k + dt * FD(q_k, qd_k, tau_k), q_{k+1} = q_k + dt * qd_{k+1}. ``substeps`` > 1 integrates
 the plant on a finer grid with the same held effort (a controller at rate_hz on a faster plant).
+``delay_periods`` > 0: the law sees the state measured that many ticks earlier (the age of joint_states in
+the simulated ROS graph: two periods at 250 Hz); the recorded q, qd are the true ones.
 """
 from __future__ import annotations
 
@@ -80,7 +82,8 @@ def step_plant(model, q, qd, tau, dt, substeps=1):
     return q, qd
 
 
-def simulate(law, desired, q0, qd0=None, duration=1.0, rate_hz=250.0, plant_model=None, substeps=1):
+def simulate(law, desired, q0, qd0=None, duration=1.0, rate_hz=250.0, plant_model=None, substeps=1,
+             delay_periods=0):
     """Run ``law`` (a control_laws law: law.compute(q, qd, q_d, qd_d, qdd_d) -> ControlOutput) for
     ``duration`` s at ``rate_hz`` from (q0, qd0) on the plant ``plant_model`` (default: the law's model).
 
@@ -102,9 +105,17 @@ def simulate(law, desired, q0, qd0=None, duration=1.0, rate_hz=250.0, plant_mode
     T = np.arange(steps) * dt
     Q, QD, QDES, QDDES, QDDDES, TAU = (np.empty((steps, n)) for _ in range(6))
     SAT = np.zeros(steps, bool)
+    d = int(delay_periods)
+    if d < 0:
+        raise ValueError(f"delay_periods must be >= 0, got {delay_periods}")
     for k in range(steps):
         q_d, qd_d, qdd_d = ref(T[k])
-        out = law.compute(q, qd, q_d, qd_d, qdd_d)
+        if d and k:
+            j = max(k - d, 0)
+            q_m, qd_m = Q[j], QD[j]
+        else:
+            q_m, qd_m = q, qd
+        out = law.compute(q_m, qd_m, q_d, qd_d, qdd_d)
         Q[k], QD[k], QDES[k], QDDES[k], QDDDES[k], TAU[k], SAT[k] = q, qd, q_d, qd_d, qdd_d, out.tau, \
             out.any_saturated
         q, qd = step_plant(plant, q, qd, out.tau, dt, substeps)
