@@ -302,12 +302,24 @@ class Planner:
             self.last_goal_choice = f"IK solution nearest the start ({len(sols)} found)"
             return sols[0]
         enough = max(float(required), float(self.s.goal_clearance))
-        ch = self._checker(scene, 0.0, at=(q_near,))
+        # the floor as for the plan from q_near: lowered to what the start already reaches (a cover of a link at
+        # the base that dips below the table top)
+        ch = self._checker(scene, 0.0, min(0.0, self._clearances(q_near, scene)[1] - 0.002), at=(q_near,))
         margin = self.s.safety_margin
+
+        def free_of_self(q):
+            if ch.is_free(q):
+                return True
+            # a contact of the model between links at most two joints apart (a conservative mesh cover) is
+            # tolerated in a goal; the plan then leaves that pair unchecked (touching at the goal)
+            from .self_contact import near_pairs, touching_pairs, without_pairs
+            pairs = touching_pairs(ch.robot, [q])
+            return bool(pairs) and near_pairs(ch.robot, pairs) == pairs and \
+                CollisionChecker(without_pairs(ch.robot, pairs), ch.scene).is_free(q)
 
         def rate(qs):
             clear = [float(np.min(self._clearances(q, scene)[0])) for q in qs]
-            return clear, [c >= margin and ch.is_free(q) and np.min(self.growth(scene, [q])) >= margin
+            return clear, [c >= margin and free_of_self(q) and np.min(self.growth(scene, [q])) >= margin
                            for c, q in zip(clear, qs)]
 
         clear, free = rate(sols)
@@ -321,7 +333,13 @@ class Planner:
             c = self._clearances(sols[best], scene)[0]
             j = int(np.argmin(c))
             od, sd = ch.distances(sols[best])
-            why = f"; in self-collision ({sd:.3f} m)" if sd < 0 and od >= 0 else ""
+            why = ""
+            if sd < 0:
+                from .self_contact import touching_pairs
+                why = (f"; in self-collision in the model ({sd:.3f} m: "
+                       f"{', '.join(sorted('-'.join(sorted(p)) for p in touching_pairs(ch.robot, [sols[best]])))})")
+            elif od < 0:
+                why = f"; touching the floor or an obstacle in the model ({od:.3f} m)"
             raise PlanningError(COLLISION, f"goal pose: none of the {len(sols)} IK solutions keeps the safety margin "
                                            f"{margin:.3f} m from the obstacles in the planner's collision model "
                                            f"(boxes grown as boxes); the clearest comes {c[j]:.3f} m from "

@@ -47,3 +47,21 @@ def without_pairs(robot, pairs):
     if robot.attached is not None:
         new.attach(robot.attached, robot.touch_links)
     return new
+
+
+def near_pairs(robot, pairs):
+    """Of link-name ``pairs``, those whose bodies are at most two joints apart along the tree (grandparent or
+    sibling): where conservative covers of neighbouring links overlap without the links touching."""
+    from manip_core._layout import MI_HEADER, MI_STRIDE
+    mi = robot.model._mi
+    parent = {i: int(mi[MI_HEADER + i * MI_STRIDE]) for i in range(int(mi[0]))}
+    body = {name: int(b) for name, b in zip(robot.group_names, robot.grp_body)}
+    out = set()
+    for p in pairs:
+        a, b = (body.get(n) for n in p)
+        if a is None or b is None:
+            continue
+        pa, pb = parent.get(a, -2), parent.get(b, -2)
+        if pa == b or pb == a or parent.get(pa, -3) == b or parent.get(pb, -3) == a or pa == pb:
+            out.add(p)
+    return out
