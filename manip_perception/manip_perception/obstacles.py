@@ -204,8 +204,8 @@ class ObstacleParams:
     cluster_radius_voxels: int = 1
     cluster_min_neighbors: int = 6
     # voxels: a 4 cm cube shows at most about 26 of 1 cm (its top and the side facing the camera, above the plane
-    # margin), block matching gives 23 of them at 1 m (the simulator's demo scene): 30 hid it whatever the
-    # matcher (SGBM's smear at its edges added the missing ones). 20: no false positive on the regression
+    # margin), block matching gives 23 of them at 1 m (the simulator's demo scene): 30 hid it (SGBM passed
+    # only through the voxels its smear adds at the cube's edges: 47). 20: no false positive on the regression
     # bags (library chain: block matching and SGBM; the node: block matching, texture_threshold 3); 15: one
     # sliver of the table's far edge in the node (5 frames), and one SGBM cluster in 25 frames; 10: 1 and 6.
     min_cluster_points: int = 20

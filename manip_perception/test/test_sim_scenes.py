@@ -3,7 +3,8 @@ camera model and renderer), checked against the scene's ground truth (the bodies
 
 * Block matching and the demo's 4 cm cube (pick_place_scene.yaml, the simulator's camera): the cube shows
   at most about 26 voxels of 1 cm (its top and the side facing the camera, above the plane margin), block
-  matching yields 23; min_cluster_points 30 (the former default) dropped it whatever the matcher.
+  matching yields 23; min_cluster_points 30 (the former default) dropped it (SGBM passed only through the
+  voxels its smear adds at the cube's edges: 47).
 * Shelf levels (shelf_scene.yaml with a box put on the shelf board, a camera that sees the board from above):
   with max_support_planes 2 the board is found as a second support level at its true height, the box on
   it is an obstacle of its own, and so is the board's surface; with 1 the box and the board are one cluster.
