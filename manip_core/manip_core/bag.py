@@ -7,6 +7,9 @@
 - :func:`message_definition`: the definition of a message type for the bag's metadata and mcap schema: from
   rosbags' bundled Kilted type store, else from the ``.msg`` files installed in the package's share folder
   (manip_msgs, control_msgs, tf2_msgs...), with the types it uses.
+- :class:`QueuedWriter`: puts messages on a bounded queue that a writer thread drains into a BagRecorder, so
+  that the subscriber callbacks return at once (writing a camera image took long enough for a 250 Hz topic to
+  overflow its subscription queue); what the bound refuses is counted per topic, never dropped silently.
 - :func:`read_bag`: the connections and the messages (topic, type, receive time ns, raw CDR bytes).
 - :class:`PlaybackClock`: the wall time at which a message of bag time t is due, for a rate factor and loops.
 
@@ -16,10 +19,12 @@ Times are integers in nanoseconds: the bag's receive times (the recorder's clock
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BagError", "BagRecorder", "read_bag", "message_definition", "PlaybackClock", "STORAGES",
+__all__ = ["BagError", "BagRecorder", "QueuedWriter", "read_bag", "message_definition", "PlaybackClock", "STORAGES",
            "topic_qos", "qos_reliability"]
 
 STORAGES = ("mcap", "sqlite3")
@@ -149,6 +154,82 @@ class BagRecorder:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class QueuedWriter:
+    """Writes into ``recorder`` (a BagRecorder) from a thread of its own.
+
+    :meth:`put` never blocks: it queues (topic, t_ns, raw bytes) unless the queue already holds ``max_bytes``
+    bytes (default 1 GiB) or ``max_messages`` messages; a refused message is counted in ``dropped[topic]``.
+    :meth:`close` writes what is queued, stops the thread and closes the recorder; an error of the writer
+    thread (disk full...) is raised there as a BagError (and later puts are refused and counted).
+    ``backlog`` is the number of messages queued, ``peak_backlog`` its largest value so far."""
+
+    def __init__(self, recorder, max_bytes=1 << 30, max_messages=1_000_000):
+        self.recorder = recorder
+        self.max_bytes, self.max_messages = int(max_bytes), int(max_messages)
+        self.dropped = {}
+        self.peak_backlog = 0
+        self._q = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._bytes = 0
+        self._n = 0
+        self._error = None
+        self._thread = threading.Thread(target=self._run, name="bag-writer", daemon=True)
+        self._thread.start()
+
+    @property
+    def counts(self):
+        """Messages written per topic (the recorder's counts)."""
+        return self.recorder.counts
+
+    @property
+    def backlog(self):
+        return self._n
+
+    def put(self, topic, t_ns, raw):
+        """Queue one message (raw CDR bytes, received at ``t_ns``); False when it was refused (counted)."""
+        size = len(raw)
+        with self._lock:
+            if self._error is not None or self._n >= self.max_messages or self._bytes + size > self.max_bytes:
+                self.dropped[topic] = self.dropped.get(topic, 0) + 1
+                return False
+            self._n += 1
+            self._bytes += size
+            self.peak_backlog = max(self.peak_backlog, self._n)
+        self._q.put((topic, t_ns, raw))
+        return True
+
+    def _run(self):
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            topic, t_ns, raw = item
+            try:
+                if self._error is None:
+                    self.recorder.write(topic, t_ns, raw)
+            except Exception as e:  # noqa: BLE001 - kept and raised by close()
+                self._error = e
+            with self._lock:
+                self._n -= 1
+                self._bytes -= len(raw)
+
+    def close(self):
+        """Write every queued message, stop the thread, close the recorder."""
+        if self._thread.is_alive():
+            self._q.put(None)
+            self._thread.join()
+        self.recorder.close()
+        if self._error is not None:
+            raise BagError(f"{self.recorder.path}: writing failed: {type(self._error).__name__}: {self._error}") \
+                from self._error
 
     def __enter__(self):
         return self

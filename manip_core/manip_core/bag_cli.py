@@ -8,6 +8,9 @@
 record: subscribes to each topic with the type and reliability its publishers offer (waits up to --wait s
 for them to appear), stores the raw CDR bytes with their receive time (node clock: wall time, or /clock
 with --use-sim-time), until Ctrl-C or --duration; progress (messages per topic) every second on stderr.
+The callbacks only queue the bytes (bounded, --max-queue-mb); a writer thread writes the bag, so that a
+slow write (camera images) does not make a fast topic overflow its subscription queue (--depth messages);
+messages the bound refuses are counted and reported, and make the exit status 1.
 play: publishes every message at its recorded time offset divided by --rate, with the recorded QoS
 reliability and durability; publishes /clock (rosgraph_msgs/Clock, the bag time of the messages) at
 --clock-rate Hz (default 100; 0: none; a /clock recorded in the bag is then played as recorded instead);
@@ -23,7 +26,7 @@ import importlib
 import sys
 import time
 
-from .bag import BagError, BagRecorder, PlaybackClock, read_bag
+from .bag import BagError, BagRecorder, PlaybackClock, QueuedWriter, read_bag
 
 
 def _msg_class(msgtype):
@@ -59,6 +62,11 @@ def record(args):
         _err(str(e))
         return 2
     stop, node = _start_ros(args.use_sim_time, "manip_bag_record")
+    from rclpy.executors import SingleThreadedExecutor
+    # an executor of its own: rclpy.spin_once(node) adds and removes the node on the global executor per call
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    writer = QueuedWriter(bag, max_bytes=int(args.max_queue_mb * (1 << 20)))
     topics = [t if t.startswith("/") else "/" + t for t in args.topics]
     subs = {}
     code = 0
@@ -79,14 +87,14 @@ def record(args):
                 transient = bool(pubs) and all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
                                                for p in pubs)
                 bag.add_topic(topic, msgtype, reliable, transient)
-                qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE if reliable
+                qos = QoSProfile(depth=args.depth, reliability=ReliabilityPolicy.RELIABLE if reliable
                                  else ReliabilityPolicy.BEST_EFFORT,
                                  durability=DurabilityPolicy.TRANSIENT_LOCAL if transient
                                  else DurabilityPolicy.VOLATILE)
                 clock = node.get_clock()
                 subs[topic] = node.create_subscription(
                     _msg_class(msgtype), topic,
-                    lambda raw, topic=topic: bag.write(topic, clock.now().nanoseconds, raw), qos, raw=True)
+                    lambda raw, topic=topic: writer.put(topic, clock.now().nanoseconds, raw), qos, raw=True)
                 print(f"manip-bag: recording {topic} ({msgtype}, {'reliable' if reliable else 'best effort'}"
                       f"{', transient local' if transient else ''})", file=sys.stderr)
             if time.monotonic() > deadline and len(subs) < len(topics):
@@ -94,28 +102,38 @@ def record(args):
                 print(f"manip-bag: no publisher of {', '.join(missing)} after {args.wait:g} s; recording the "
                       f"others", file=sys.stderr)
                 break
-            rclpy.spin_once(node, timeout_sec=0.05)
+            executor.spin_once(timeout_sec=0.05)
         last_report = 0.0
         while not stop.is_set() and rclpy.ok():
-            rclpy.spin_once(node, timeout_sec=0.05)
+            executor.spin_once(timeout_sec=0.05)
             now = time.monotonic()
             if now - last_report >= 1.0:
                 last_report = now
                 _progress(f"recording {now - t_start:6.1f} s: " +
-                          ", ".join(f"{t} {n}" for t, n in bag.counts.items()))
+                          ", ".join(f"{t} {n}" for t, n in bag.counts.items()) + f" (queued {writer.backlog})")
             if args.duration and now - t_start >= args.duration:
                 break
     except BagError as e:
         _err(str(e))
         code = 1
     finally:
-        bag.close()
+        executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         rclpy.try_shutdown()
+        try:
+            writer.close()  # writes what is still queued
+        except BagError as e:
+            _err(str(e))
+            code = 1
     print(file=sys.stderr)
     total = sum(bag.counts.values())
     print(f"manip-bag: wrote {total} messages ({', '.join(f'{t} {n}' for t, n in bag.counts.items())}) to "
-          f"{args.out} ({args.storage}, rosbag2 version {args.version})", file=sys.stderr)
+          f"{args.out} ({args.storage}, rosbag2 version {args.version}); largest write queue "
+          f"{writer.peak_backlog} messages", file=sys.stderr)
+    if writer.dropped:
+        _err(f"the write queue (--max-queue-mb {args.max_queue_mb:g}) refused "
+             f"{', '.join(f'{t} {n}' for t, n in writer.dropped.items())} messages")
+        code = 1
     return code
 
 
@@ -224,6 +242,11 @@ def main(argv=None):
     r.add_argument("--duration", type=float, default=0.0, help="s of wall time to record (0: until Ctrl-C)")
     r.add_argument("--wait", type=float, default=10.0, help="s to wait for the topics' publishers (default 10)")
     r.add_argument("--use-sim-time", action="store_true", help="receive times from /clock")
+    r.add_argument("--depth", type=int, default=1000,
+                   help="subscription queue per topic, messages (default 1000: 4 s of a 250 Hz topic)")
+    r.add_argument("--max-queue-mb", type=float, default=1024.0,
+                   help="MiB of received messages waiting for the writer before new ones are refused "
+                        "(counted; default 1024)")
     pl = sub.add_parser("play", help="publish a bag with its recorded timing")
     pl.add_argument("bag")
     pl.add_argument("--rate", type=float, default=1.0, help="speed factor (default 1)")
@@ -237,6 +260,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.cmd == "play" and not args.rate > 0:
         p.error("--rate must be > 0")
+    if args.cmd == "record" and (args.depth < 1 or not args.max_queue_mb > 0):
+        p.error("--depth must be >= 1 and --max-queue-mb > 0")
     return {"record": record, "play": play, "info": show_info}[args.cmd](args)
 
 
