@@ -291,7 +291,8 @@ class Planner:
         """A joint solution of tip pose T with every link above the floor. Without a scene (or ``required``):
         the one nearest q_near. With them: the solutions that the sampling planner accepts as a goal keeping the
         safety margin (free in its own collision model, the held object included, with every obstacle grown by
-        at least the margin: ``growth``), ranked by
+        the margin: ``growth``; failing that, a goal that keeps the margin exactly but is near an edge of a box,
+        which the planner then grows by half the margin), ranked by
         their clearance to the obstacles (RobotSpheres: the same spheres) up to ``goal_clearance`` and then by
         joint distance from q_near; when none is free, PlanningError(COLLISION) naming the obstacle, the link and
         the clearance of the clearest one. No solution: PlanningError(NO_IK_SOLUTION) with the reason.
@@ -318,17 +319,23 @@ class Planner:
                 CollisionChecker(without_pairs(ch.robot, pairs), ch.scene).is_free(q)
 
         def rate(qs):
+            """(clearances, tiers): tier 0 the sampling planner keeps the margin around the goal; 1 the goal keeps
+            it but a box grown as a box by the margin reaches it at an edge or corner, so that the planner grows
+            that box by half the margin; 2 not acceptable."""
             clear = [float(np.min(self._clearances(q, scene)[0])) for q in qs]
-            return clear, [c >= margin and free_of_self(q) and np.min(self.growth(scene, [q])) >= margin
-                           for c, q in zip(clear, qs)]
+            tiers = []
+            for c, q in zip(clear, qs):
+                g = float(np.min(self.growth(scene, [q]), initial=margin)) if c >= margin else -1.0
+                tiers.append(2 if g < 0.5 * margin - 1e-12 or not free_of_self(q) else (0 if g >= margin else 1))
+            return clear, tiers
 
-        clear, free = rate(sols)
-        if not (free[0] and clear[0] >= enough) and self.model.analytic_ik() is None:   # more seeds and postures
+        clear, tier = rate(sols)
+        if not (tier[0] == 0 and clear[0] >= enough) and self.model.analytic_ik() is None:   # more seeds, postures
             sols = self._above_floor(self.ik_candidates(T, q_near, more=True))
-            clear, free = rate(sols)
-        order = sorted(range(len(sols)), key=lambda i: (not free[i], -min(clear[i], enough), i))
+            clear, tier = rate(sols)
+        order = sorted(range(len(sols)), key=lambda i: (tier[i], -min(clear[i], enough), i))
         best = order[0]
-        if not free[best]:
+        if tier[best] == 2:
             best = max(range(len(sols)), key=lambda i: clear[i])
             c = self._clearances(sols[best], scene)[0]
             j = int(np.argmin(c))
@@ -345,7 +352,9 @@ class Planner:
                                            f"(boxes grown as boxes); the clearest comes {c[j]:.3f} m from "
                                            f"{self._describe(scene, j, sols[best])}{why}")
         self.last_goal_choice = (f"IK solution {best + 1} of {len(sols)} (by clearance up to {enough:.3f} m, then "
-                                 f"nearest the start), clearance {clear[best]:.3f} m")
+                                 f"nearest the start), clearance {clear[best]:.3f} m"
+                                 + ("" if tier[best] == 0 else " (an obstacle's edge is near: the planner grows that "
+                                                               "box by half the margin only)"))
         return sols[best]
 
     def _checker(self, scene, inflate_m, floor_offset_m=0.0, at=()):
