@@ -1,9 +1,10 @@
 """The viser glue of the offline viewer: a RobotScene drawn in the browser, with joint sliders and the readout.
 
 Scene tree: ``/robot/<link>`` is a frame at T_base_link per link (its URDF shapes below it, ``visual`` and
-``collision`` groups), ``/skeleton/<k>`` a cylinder per joint-to-joint segment and ``/joints/<link>`` a sphere at
-each link origin when the description has no visual geometry, ``/tool`` the tip frame's axes. The page works
-without internet: viser serves its client (one HTML file) from the installed wheel.
+``collision`` groups); when the description has no visual geometry, ``/robot/<link>/joint`` a sphere at each link
+origin and ``/robot/<parent>/segment_<k>`` a cylinder per joint-to-joint segment (``/skeleton/<k>`` in the base
+frame for a segment a prismatic joint stretches); ``/robot/<tip>/tool`` the tip frame's axes. A redraw sends
+only the link poses. The page works without internet: viser serves its client (one HTML file) from the wheel.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import threading
 import numpy as np
 
 from manip_core.spatial import matrix_to_quat_wxyz
+
+from .geometry import segment_pose
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,12 @@ class OfflineViewer:
         self.server = viser.ViserServer(host=host, port=port, label=f"manip-view {scene.robot.name}", verbose=False)
         s = self.server
         s.scene.set_up_direction("+z")
+        # Lights without shadow maps or an image-based environment: every redraw then costs one plain pass. With
+        # them, headless Chromium's software WebGL drew 0.2 frames/s at 1280x800, without them 4-8 (load 10-18).
+        s.scene.configure_default_lights(True, cast_shadow=False)
+        s.scene.configure_environment_map(None)
+        s.scene.add_light_hemisphere("/light/sky", sky_color=(255, 255, 255), ground_color=(140, 140, 150),
+                                     intensity=1.6)  # what the environment map lit: the sides away from the lights
         pos, look, fov = camera if camera is not None else scene.default_camera()
         s.initial_camera.position = tuple(float(v) for v in pos)
         s.initial_camera.look_at = tuple(float(v) for v in look)
@@ -78,17 +87,26 @@ class OfflineViewer:
         self._collision = self._add_meshes(collision, "collision", COLLISION_RGB)
         for h in self._collision:
             h.visible = False
-        self._skeleton = []
-        self._joint_spheres = {}
+        # Only the link frames move with q: the skeleton's spheres and the segments that are rigid in their parent
+        # link (revolute, continuous and fixed joints) hang below the link frames, drawn once; a redraw sends the
+        # link poses (and the few segments of prismatic joints), not geometry.
+        self._skeleton = []       # [[k, handle, length m]] segments redrawn in the base frame
         if not visual:  # no visual geometry: draw the kinematic skeleton
             r = scene.skeleton_radius_m
             for link in scene.links:
-                self._joint_spheres[link] = s.scene.add_icosphere(
-                    f"/joints/{_node(link)}", radius=1.35 * r, color=JOINT_RGB)
-            for k, (_, _, _, length) in enumerate(scene.skeleton(self.q)):
-                self._skeleton.append([self._cylinder(k, length), length])
+                s.scene.add_icosphere(f"/robot/{_node(link)}/joint", radius=1.35 * r, color=JOINT_RGB)
+            rigid = {k: (parent, T, length) for k, parent, T, length in scene.rigid_segments()}
+            for k, (_, _, T, length) in enumerate(scene.skeleton(self.q)):
+                if k in rigid:
+                    parent, T_local, length_local = rigid[k]
+                    self._cylinder(f"/robot/{_node(parent)}/segment_{k}", length_local, T_local)
+                else:
+                    self._skeleton.append([k, self._cylinder(f"/skeleton/{k}", length, T), length])
         tip_axes = 3.0 * scene.skeleton_radius_m + 0.05
-        self._tool = s.scene.add_frame("/tool", axes_length=tip_axes, axes_radius=0.08 * tip_axes)
+        tip = scene.robot.tip_link
+        self._tool_in_tip = tip in self._frames
+        self._tool = s.scene.add_frame(f"/robot/{_node(tip)}/tool" if self._tool_in_tip else "/tool",
+                                       axes_length=tip_axes, axes_radius=0.08 * tip_axes)
         self._link_axes = [s.scene.add_frame(f"/robot/{_node(link)}/axes", axes_length=0.6 * tip_axes,
                                              axes_radius=0.05 * tip_axes, visible=False) for link in scene.links]
 
@@ -126,13 +144,13 @@ class OfflineViewer:
                     opacity=0.5 if group == "collision" else None))
         return handles
 
-    def _cylinder(self, k, length):
+    def _cylinder(self, name, length, T):
         import trimesh
 
         m = trimesh.creation.cylinder(radius=self.scene.skeleton_radius_m, height=max(length, 1e-6), sections=24)
         return self.server.scene.add_mesh_simple(
-            f"/skeleton/{k}", vertices=np.asarray(m.vertices, np.float32), faces=np.asarray(m.faces, np.int32),
-            color=ROBOT_RGB)
+            name, vertices=np.asarray(m.vertices, np.float32), faces=np.asarray(m.faces, np.int32),
+            color=ROBOT_RGB, position=tuple(T[:3, 3]), wxyz=tuple(_wxyz(T)))
 
     @staticmethod
     def _set_visible(handles, on):
@@ -168,20 +186,21 @@ class OfflineViewer:
             self.q = q
             poses = self.scene.link_poses(q)
             for link, T in poses.items():
-                h = self._frames[link]
-                h.position, h.wxyz = T[:3, 3], _wxyz(T)
-                if link in self._joint_spheres:
-                    self._joint_spheres[link].position = T[:3, 3]
-            for k, (_, _, T, length) in enumerate(self.scene.skeleton(q, poses)):
-                entry = self._skeleton[k] if k < len(self._skeleton) else None
-                if entry is None:
-                    continue
-                if abs(length - entry[1]) > 1e-6:  # a prismatic joint changed the segment's length
-                    entry[0].remove()
-                    entry[0], entry[1] = self._cylinder(k, length), length
-                entry[0].position, entry[0].wxyz = T[:3, 3], _wxyz(T)
-            T_tip = self.scene.robot.fk(q)
-            self._tool.position, self._tool.wxyz = T_tip[:3, 3], _wxyz(T_tip)
+                if link != self.scene.robot.base_link:  # the base frame is the scene's origin
+                    h = self._frames[link]
+                    h.position, h.wxyz = T[:3, 3], _wxyz(T)
+            for entry in self._skeleton:  # segments of prismatic joints: their length and pose change with q
+                k, handle, old_length = entry
+                p, c = self.scene.segments[k]
+                T, length = segment_pose(poses[p][:3, 3], poses[c][:3, 3])
+                if abs(length - old_length) > 1e-6:
+                    handle.remove()
+                    entry[1], entry[2] = self._cylinder(f"/skeleton/{k}", length, T), length
+                else:
+                    handle.position, handle.wxyz = T[:3, 3], _wxyz(T)
+            if not self._tool_in_tip:
+                T_tip = self.scene.robot.fk(q)
+                self._tool.position, self._tool.wxyz = T_tip[:3, 3], _wxyz(T_tip)
             self.readout = self.scene.readout(q)
             self.readout_md.content = self.readout.markdown(self.scene.robot.base_link, self.scene.robot.tip_link)
 

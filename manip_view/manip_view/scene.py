@@ -152,6 +152,24 @@ class RobotScene:
             out.append((p, c, T, length))
         return out
 
+    def rigid_segments(self):
+        """[(k, parent, T_parent_capsule (4x4), length m)] of the skeleton segments that never move in their parent
+        link's frame (the child hangs on a revolute, continuous or fixed joint: its origin is fixed in the parent).
+        The viewer draws these under the parent link's frame once; the others (prismatic joints) it redraws."""
+        if not hasattr(self, "_rigid"):
+            lo, hi = np.array([r[1:] for r in self.slider_ranges()]).T
+            samples = [self.initial_q(), lo + 0.37 * (hi - lo), lo + 0.81 * (hi - lo)]
+            local = []  # per sample: child origin in the parent frame, per segment
+            for q in samples:
+                poses = self.link_poses(q)
+                local.append([np.linalg.solve(poses[p], poses[c])[:3, 3] for p, c in self.segments])
+            self._rigid = []
+            for k, (p, _) in enumerate(self.segments):
+                if all(np.allclose(x[k], local[0][k], atol=1e-9) for x in local[1:]):
+                    T, length = segment_pose(np.zeros(3), local[0][k])
+                    self._rigid.append((k, p, T, length))
+        return list(self._rigid)
+
     # ------------------------------------------------------------------------------------ numbers
     def readout(self, q):
         q = np.ascontiguousarray(q, dtype=np.float64)

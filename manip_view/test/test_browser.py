@@ -7,6 +7,7 @@ the tip position Pinocchio computes for the new value and the drawn arm follows;
 viewer's own address. MANIP_VIEW_WRITE_DOCS=1 also writes the screenshot to docs/manip_view_ur5.png.
 """
 import io
+import json
 import os
 import re
 import subprocess
@@ -151,32 +152,57 @@ def test_page_draws_the_arm_where_fk_projects_and_a_slider_moves_it(chromium, tm
         proc.wait(30)
 
 
-def test_live_viewer_on_the_ros_graph_draws_joint_states_and_sends_short_moves(chromium):
+def type_into(b, label, index, text):
+    """Type text into the index-th input after the element labelled ``label`` (as a user would: focus, select
+    what is there, type; the page's onChange runs)."""
+    b.evaluate("(() => { const lab = Array.from(document.querySelectorAll('*')).find(e => e.childElementCount == 0 "
+               f"&& e.textContent.trim() == {json.dumps(label)}); const i = Array.from(document.querySelectorAll("
+               "'input')).filter(i => lab.compareDocumentPosition(i) & Node.DOCUMENT_POSITION_FOLLOWING)"
+               f"[{index}]; i.focus(); i.select(); return 1; }})()")
+    b.send("Input.insertText", text=text)
+    b.press("Tab")
+    # viser's page sends GUI values through one 50 ms throttle that keeps only the newest message: a value typed
+    # into another field within 50 ms would replace this one (a person is slower than that).
+    time.sleep(0.5)
+
+
+def click_button(b, text):
+    b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes("
+               f"{json.dumps(text)})).click() || 1")
+
+
+def test_live_viewer_on_the_ros_graph_draws_joint_states_sends_short_moves_and_pick_place_goals(chromium,
+                                                                                               ros_graph):
     """The ``viewer`` node, process to process over DDS: the page shows the published joint_states; a click on a
     slider's track publishes a JointTrajectory that starts at the measured position (no jump) and ends at the
-    clicked value; Stop publishes the empty trajectory (the controller holds where the arm is)."""
-    import threading
-    import urllib.request
-
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
+    clicked value; the pick-and-place form, filled in through the page, sends a PickPlace goal with its values
+    (the test's action server receives it), and Stop cancels that running goal (the page shows the outcome) and
+    publishes the empty trajectory (the controller holds where the arm is)."""
+    from rclpy.action import ActionServer, CancelResponse
+    from rclpy.callback_groups import ReentrantCallbackGroup
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory
 
+    from manip_msgs.action import PickPlace
+
     port = free_port()
-    env = dict(os.environ, ROS_DOMAIN_ID=str(np.random.randint(100, 201)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    proc = subprocess.Popen([sys.executable, "-m", "manip_view.viewer_node", "--ros-args", "-p",
-                             f"urdf_path:={robot_path('ur5')}", "-p", f"port:={port}"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=int(env["ROS_DOMAIN_ID"]))
-    node = rclpy.create_node("viewer_test", context=ctx)
-    executor = SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
-    got = []
+    g = ros_graph([("manip_view.viewer_node", {"port": port})], robot_path("ur5"), "viewer_test")
+    node = g.node
+    got, goals = [], []
     node.create_subscription(JointTrajectory, "joint_trajectory_controller/joint_trajectory", got.append, 10)
     pub = node.create_publisher(JointState, "joint_states", 10)
     scene = RobotScene(*load_robot("ur5"))
+
+    def pick_place(handle):  # stands where the pick_place node would: runs until the page's Stop cancels it
+        goals.append(handle.request)
+        deadline = time.monotonic() + 60
+        while not handle.is_cancel_requested and time.monotonic() < deadline:
+            time.sleep(0.05)
+        handle.canceled() if handle.is_cancel_requested else handle.abort()
+        return PickPlace.Result(error_code=PickPlace.Result.CANCELED, message="canceled by the page's Stop")
+
+    server = ActionServer(node, PickPlace, "pick_place", pick_place, callback_group=ReentrantCallbackGroup(),
+                          cancel_callback=lambda _: CancelResponse.ACCEPT)
 
     def publish():
         msg = JointState(name=list(scene.robot.joint_names), position=list(Q0))
@@ -184,63 +210,79 @@ def test_live_viewer_on_the_ros_graph_draws_joint_states_and_sends_short_moves(c
         pub.publish(msg)
 
     node.create_timer(0.05, publish)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "the viewer node did not serve its page"
-                time.sleep(0.3)
-        tip = pin_link_origins(Q0)["tool0"]
-        with Browser(chromium, W, H) as b:
-            b.open(url)
-            b.wait_for("document.querySelectorAll('[role=slider]').length == 6", 90, "the six joint sliders")
-            expected = f"x {tip[0]:+.4f} y {tip[1]:+.4f} z {tip[2]:+.4f}"
-            b.wait_for(f"document.body.innerText.includes('{expected}')", 60, f"the joint_states pose {expected}")
-            values = b.wait_for("(() => { const v = Array.from(document.querySelectorAll('[role=slider]'))"
-                                f".map(e => parseFloat(e.getAttribute('aria-valuenow'))); return Math.abs(v[0] - "
-                                f"{Q0[0]}) < 1e-6 && v; }})()", 30, "the sliders at the measured position")
-            np.testing.assert_allclose(values, Q0)
-            x0, y0, width = track_of(b, 1)
-            b.click(x0 + 0.45 * width, y0)
-            deadline = time.monotonic() + 30
-            while not got and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert got, "no JointTrajectory after the slider click"
-            value = float(b.evaluate("document.querySelectorAll('[role=slider]')[1].getAttribute('aria-valuenow')"))
-            move = got[-1]
-            assert list(move.joint_names) == scene.robot.joint_names
-            first, last = np.array(move.points[0].positions), np.array(move.points[-1].positions)
-            np.testing.assert_allclose(first, Q0, atol=1e-12)  # from the measured position: no jump
-            target = np.array(Q0)
-            target[1] = value
-            np.testing.assert_allclose(last, target, atol=1e-9)
-            t = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in move.points]
-            # Rest to rest quintic whose peak speed 15 d / (8 T) is 25 % of the velocity limit (or T = 0.5 s).
-            d = np.abs(target - np.array(Q0))
-            assert t[-1] - t[0] == pytest.approx(max(0.5, np.max(15 * d / (8 * 0.25 * scene.robot.velocity_limits))))
-            assert np.abs(move.points[0].velocities).max() == 0 and np.abs(move.points[-1].velocities).max() < 1e-12
-            n = len(got)
-            b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes('Stop'))"
-                       ".click() || 1")
-            deadline = time.monotonic() + 30
-            while len(got) == n and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert len(got) > n, "no hold after Stop"
-            assert len(got[-1].points) == 0 and list(got[-1].joint_names) == scene.robot.joint_names  # stop
-    finally:
-        proc.terminate()
-        out = proc.communicate(timeout=30)[0]
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
-    assert proc.returncode == 0, out[-2000:]
-    assert "page at http://127.0.0.1" in out and "move to" in out and "empty trajectory sent" in out, out[-2000:]
+    g.wait_page(port, 120)
+    url = f"http://127.0.0.1:{port}"
+    tip = pin_link_origins(Q0)["tool0"]
+    with Browser(chromium, W, H) as b:
+        b.open(url)
+        b.wait_for("document.querySelectorAll('[role=slider]').length == 6", 90, "the six joint sliders")
+        expected = f"x {tip[0]:+.4f} y {tip[1]:+.4f} z {tip[2]:+.4f}"
+        b.wait_for(f"document.body.innerText.includes('{expected}')", 60, f"the joint_states pose {expected}")
+        values = b.wait_for("(() => { const v = Array.from(document.querySelectorAll('[role=slider]'))"
+                            f".map(e => parseFloat(e.getAttribute('aria-valuenow'))); return Math.abs(v[0] - "
+                            f"{Q0[0]}) < 1e-6 && v; }})()", 30, "the sliders at the measured position")
+        np.testing.assert_allclose(values, Q0)
+        x0, y0, width = track_of(b, 1)
+        b.click(x0 + 0.45 * width, y0)
+        deadline = time.monotonic() + 30
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert got, "no JointTrajectory after the slider click"
+        value = float(b.evaluate("document.querySelectorAll('[role=slider]')[1].getAttribute('aria-valuenow')"))
+        move = got[-1]
+        assert list(move.joint_names) == scene.robot.joint_names
+        first, last = np.array(move.points[0].positions), np.array(move.points[-1].positions)
+        np.testing.assert_allclose(first, Q0, atol=1e-12)  # from the measured position: no jump
+        target = np.array(Q0)
+        target[1] = value
+        np.testing.assert_allclose(last, target, atol=1e-9)
+        t = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in move.points]
+        # Rest to rest quintic whose peak speed 15 d / (8 T) is 25 % of the velocity limit (or T = 0.5 s).
+        d = np.abs(target - np.array(Q0))
+        assert t[-1] - t[0] == pytest.approx(max(0.5, np.max(15 * d / (8 * 0.25 * scene.robot.velocity_limits))))
+        assert np.abs(move.points[0].velocities).max() == 0 and np.abs(move.points[-1].velocities).max() < 1e-12
+
+        # The pick-and-place form (a folder closed at first), filled in and run through the page.
+        assert b.evaluate("(() => { const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); "
+                          "let n; while ((n = w.nextNode())) { if (n.textContent.trim() == 'Pick and place') { "
+                          "n.parentElement.click(); return 1; } } return 0; })()"), "no 'Pick and place' folder"
+        b.wait_for("document.body.innerText.includes('Run pick and place')", 30, "the pick-and-place form")
+        pick, place = (0.41, -0.12, 0.035), (0.38, 0.2, 0.05)
+        for k, v in enumerate(pick):
+            type_into(b, "pick xyz (m)", k, str(v))
+        for k, v in enumerate(place):
+            type_into(b, "place xyz (m)", k, str(v))
+        type_into(b, "object (empty: nearest)", 0, "red_cube")
+        type_into(b, "approach height (m)", 0, "0.07")
+        click_button(b, "Run pick and place")
+        deadline = time.monotonic() + 30
+        while not goals and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert goals, "no PickPlace goal after 'Run pick and place'"
+        goal = goals[0]
+        for ps, xyz in ((goal.pick_pose, pick), (goal.place_pose, place)):
+            p = ps.pose.position
+            np.testing.assert_allclose([p.x, p.y, p.z], xyz, atol=1e-9)
+            o = ps.pose.orientation
+            assert (o.w, o.x, o.y, o.z) == (1.0, 0.0, 0.0, 0.0) and ps.header.frame_id == scene.robot.base_link
+        assert goal.object_name == "red_cube" and goal.approach_height == pytest.approx(0.07)
+        assert goal.avoid_obstacles is True
+
+        time.sleep(1.0)  # the viewer holds the goal's handle once the server's acceptance reached it
+        n = len(got)
+        click_button(b, "Stop")
+        b.wait_for("document.body.innerText.includes(\"error -5: canceled by the page's Stop\")", 30,
+                   "the pick-and-place outcome in the page")
+        deadline = time.monotonic() + 30
+        while len(got) == n and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(got) > n, "no hold after Stop"
+        assert len(got[-1].points) == 0 and list(got[-1].joint_names) == scene.robot.joint_names  # stop
+    server.destroy()
+    out = g.stop()[0]
+    assert g.returncodes == [0], out[-2000:]
+    assert "page at http://127.0.0.1" in out and "move to" in out and "pick and place: " in out, out[-2000:]
+    assert "stop: 1 goal(s) canceled, empty trajectory sent" in out, out[-2000:]
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from manip_core.reference_robots import example_robot
+from manip_core.spatial import matrix_to_quat_wxyz
 from manip_view.app import OfflineViewer, is_loopback
 from manip_view.scene import RobotScene, load_robot
 
@@ -35,7 +36,9 @@ def test_offline_viewer_serves_each_robot(robot):
         viewer.set_q(q)
         np.testing.assert_allclose([s.value for s in viewer.sliders], q)
         T = scene.robot.fk(q)
-        np.testing.assert_allclose(viewer._tool.position, T[:3, 3], atol=1e-12)
+        tip = viewer._frames[scene.robot.tip_link]  # the tool's axes hang on the tip link's frame
+        np.testing.assert_allclose(tip.position, T[:3, 3], atol=1e-12)
+        np.testing.assert_allclose(np.abs(tip.wxyz @ matrix_to_quat_wxyz(T[:3, :3])), 1.0, atol=1e-9)
         assert f"x {T[0, 3]:+.4f}" in viewer.readout_md.content
         viewer.set_q(hi + 1.0)  # beyond the limits: clipped
         np.testing.assert_allclose(viewer.q, hi)

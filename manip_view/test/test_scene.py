@@ -76,6 +76,30 @@ def test_skeleton_joins_every_link_origin(name):
     assert 0.005 <= scene.skeleton_radius_m <= 0.06
 
 
+@pytest.mark.parametrize("name", BUNDLED)
+def test_rigid_segments_ride_on_their_parent_link(name):
+    """The segments drawn once under their parent link's frame land where skeleton(q) puts them at any q, and a
+    segment is rigid exactly when its child hangs on a joint that is not prismatic."""
+    robot, urdf = load_robot(name)
+    scene = RobotScene(robot, urdf)
+    rigid = scene.rigid_segments()
+    tree = robot.tree
+    for k, (_, child) in enumerate(scene.segments):
+        j = tree.parent_joint[child]
+        joint = tree.joints[j] if isinstance(j, str) else j
+        assert (k in [r[0] for r in rigid]) == (joint.type != "prismatic"), (name, child, joint.type)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        q = scene.clip(rng.uniform(-2, 2, robot.dof))
+        poses, skel = scene.link_poses(q), scene.skeleton(q)
+        for k, parent, T_local, length in rigid:
+            T = poses[parent] @ T_local  # a cylinder: its centre and axis matter, not its spin about the axis
+            np.testing.assert_allclose(T[:3, 3], skel[k][2][:3, 3], atol=1e-9)
+            if length > 1e-9:  # a zero-length segment (coincident origins) has no axis
+                np.testing.assert_allclose(T[:3, 2], skel[k][2][:3, 2], atol=1e-9)
+            assert length == pytest.approx(skel[k][3], abs=1e-9)
+
+
 URDF = """<robot name="shapes">
   <material name="blue"><color rgba="0 0 1 1"/></material>
   <link name="base"><visual><origin xyz="0 0 0.1" rpy="0 1.5707963267948966 0"/>
