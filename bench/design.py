@@ -4,7 +4,7 @@
     python bench/design.py            # 1,000 random reachable targets per example
     python bench/design.py --quick    # 100 targets
 
-Per example (scara, dual_scara, delta, stewart): setup (parse + compile + home assembly, warm numba cache), FK
+Per example (scara, dual_scara, delta, stewart, planar_cable): setup (parse + compile + home assembly, warm numba cache), FK
 time per call (passive joints solved from the home assembly), IK time per call and honest success (FK of the
 answer from the home assembly reaches the target within 1e-6 m / 1e-6 rad) by Levenberg-Marquardt and by cyclic
 coordinate descent, on random reachable targets (random actuator values within the limits whose FK closes, by
@@ -41,8 +41,8 @@ from manip_design.serial import _rpy  # noqa: E402
 from manip_design.symbolic import generate  # noqa: E402
 
 EX = ROOT / "manip_design" / "manip_design" / "examples"
-EXAMPLES = ["scara", "dual_scara", "delta", "stewart"]
-WITH_ORIENTATION = {"scara": True, "dual_scara": False, "delta": False, "stewart": True}
+EXAMPLES = ["scara", "dual_scara", "delta", "stewart", "planar_cable"]
+WITH_ORIENTATION = {"scara": True, "dual_scara": False, "delta": False, "stewart": True, "planar_cable": True}
 PAPER = {"setup_ms": (316, 1366), "fk_ms": (44, 273), "ik_ms": (52, 1287)}
 
 
@@ -131,7 +131,7 @@ def table(rows, quick, when, fraction):
              "on a loaded machine take from it).", "",
              f"Targets: FK of actuator values uniform in the central {100 * fraction:.0f} % of each actuator's range "
              "(assembled from the home configuration); success = FK of the IK answer from the home assembly "
-             "reaches the target within 1e-6 m (and 1e-6 rad for scara/stewart).", "",
+             "reaches the target within 1e-6 m (and 1e-6 rad for scara/stewart/planar_cable).", "",
              "| example | DOF | setup ms | FK ms | IK (LM) ms mean / median / CPU mean | IK (LM) success | "
              "IK (CCD) ms | IK (CCD) success | "
              "setup x | FK x | IK x | IK x CPU | codegen s (cold / cached) |",

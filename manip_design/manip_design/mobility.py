@@ -10,6 +10,12 @@ assembly (the actuators moved slightly off home, which is often singular): insta
 n_q - rank(C); with the actuators locked, n_passive - rank(C_passive) passive motions remain (idle
 freedoms such as a strut spinning between two spherical joints, or an under-actuated design); the end
 effector moves in rank(J_ee Z) directions (Z a basis of null(C)).
+
+Where the count misleads for cable robots (examples/planar_cable.mrs): a cable is modelled as an actuated
+prismatic joint, so the count treats it as a rigid strut that pushes and pulls. Cables only pull, so a design the
+count calls "ok" (3 cables, 3 freedoms) may not hold its platform: with no load W t = 0 has no solution t > 0
+when the cable wrench matrix W is square and full rank, and a fully constrained platform with n freedoms needs
+at least n + 1 cables (or gravity as the extra one). Tension (wrench) feasibility is not checked here.
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 Oracles: the five-bar's circle intersection (FK) and two-link elbow solutions (IK); the Delta robot's
 standard trigonometric solution (Clavel 1988; Zsombor-Murray 2004): IK per arm from A cos(t) + B sin(t) = K,
-FK as the intersection of three spheres; the Gough-Stewart platform's leg lengths |p + R p_i - b_i|.
+FK as the intersection of three spheres; the Gough-Stewart platform's leg lengths |p + R p_i - b_i|; the planar
+cable robot's cable lengths |p + R a_i - b_i| (anchor to attachment point).
 """
 import math
 from pathlib import Path
@@ -193,15 +194,63 @@ def test_stewart_ik_is_the_leg_length_formula_and_fk_iterates_back():
         np.testing.assert_allclose(fk.pose[:3, :3], R, atol=1e-9)
 
 
+# ---------------------------------------------------------------------------------------- planar cables
+CB = np.array([[math.cos(math.radians(a)), math.sin(math.radians(a)), 0] for a in (150, 30, 270)])
+CA = 0.1 * np.array([[math.cos(math.radians(a)), math.sin(math.radians(a)), 0] for a in (90, 330, 210)])
+
+
+def cable_lengths(p, phi):
+    """Closed form: each cable's length is the distance from its anchor to its attachment point (m)."""
+    return np.linalg.norm(p + CA @ rpy_matrix(0, 0, phi).T - CB, axis=1)
+
+
+def test_planar_cable_ik_is_the_distance_formula_and_fk_iterates_back():
+    _s, m = load("planar_cable")
+    rng = np.random.default_rng(4)
+    for _ in range(15):
+        p = np.append(rng.uniform(-0.15, 0.15, 2), 0.0)
+        phi = rng.uniform(-0.2, 0.2)
+        ik = m.ik(p, [0, 0, phi])
+        assert ik.success
+        lengths = cable_lengths(p, phi)
+        np.testing.assert_allclose(list(ik.actuated.values()), lengths, atol=1e-8)
+        fk = m.fk(lengths)
+        assert fk.success
+        np.testing.assert_allclose(fk.pose[:3, 3], p, atol=1e-9)
+        np.testing.assert_allclose(fk.pose[:3, :3], rpy_matrix(0, 0, phi), atol=1e-9)
+        # position only: the platform's yaw is free, the lengths still fit the distance formula at its pose
+        ikp = m.ik(p)
+        assert ikp.success
+        yaw = math.atan2(ikp.pose[1, 0], ikp.pose[0, 0])
+        np.testing.assert_allclose(list(ikp.actuated.values()), cable_lengths(p, yaw), atol=1e-8)
+
+
+def test_planar_cable_three_cables_cannot_pretension_the_platform():
+    # Grubler-Kutzbach (and dof_report) call 3 cables for 3 freedoms "ok", as for rigid struts. Cables only
+    # pull: with no load the tensions t must solve W t = 0 with t > 0, and W (the three unit cable wrenches
+    # [force; moment about the centre]) is full rank here, so only t = 0: the platform is not held
+    _s, m = load("planar_cable")
+    ik = m.ik([0.05, -0.03, 0.0], [0, 0, 0.1])
+    assert ik.success
+    R, p = ik.pose[:3, :3], ik.pose[:3, 3]
+    W = []
+    for a, b in zip(CA, CB):
+        r = R @ a
+        u = (b - (p + r)) / np.linalg.norm(b - (p + r))
+        W.append([u[0], u[1], r[0] * u[1] - r[1] * u[0]])
+    assert np.linalg.matrix_rank(np.array(W).T) == 3
+
+
 # ------------------------------------------------------------------------------------------------- DOF
-@pytest.mark.parametrize("name, mobility", [("dual_scara", 2), ("delta", 3), ("stewart", 6), ("scara", 4)])
+@pytest.mark.parametrize("name, mobility", [("dual_scara", 2), ("delta", 3), ("stewart", 6), ("scara", 4),
+                                            ("planar_cable", 3)])
 def test_dof_check_of_the_examples(name, mobility):
     s, m = load(name)
     d = dof_report(s, m)
     assert (d["mobility"], d["actuated"], d["mobility_instantaneous"], d["status"]) == (mobility, mobility,
                                                                                          mobility, "ok")
-    if name == "dual_scara":  # the spatial count is wrong for a planar linkage
-        assert d["lambda"] == 3 and any("spatial formula would give -1" in x for x in d["messages"])
+    if name in ("dual_scara", "planar_cable"):  # the spatial count is wrong for a planar linkage
+        assert d["lambda"] == 3 and any("spatial formula would give -" in x for x in d["messages"])
 
 
 def test_dof_check_flags_idle_struts_and_missing_actuators():
