@@ -294,6 +294,7 @@ def run(args):
     def on_state(m):
         if not rec.joint_names:
             rec.joint_names = list(m.joint_names)
+            rec.control_law = m.control_law
         rec.t_state.append(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec)
         rec.desired.append(list(m.desired_positions))
         rec.actual.append(list(m.actual_positions))

@@ -20,6 +20,7 @@ class Recording:
     tracking: list = field(default_factory=list)         # True while the controller follows a trajectory
     t_joints: list = field(default_factory=list)         # joint_states stamps
     joints: list = field(default_factory=list)           # joint positions
+    control_law: str = ""                                # controller_state.control_law
 
 
 def point_box_distance(P, center, size):
@@ -82,7 +83,7 @@ def plot_tracking(rec, path):
         ax.grid(alpha=0.3)
     np.atleast_1d(axes)[0].legend(loc="upper right", fontsize=8)
     np.atleast_1d(axes)[-1].set_xlabel("sim time [s]")
-    fig.suptitle("Joint tracking (computed-torque control)")
+    fig.suptitle(f"Joint tracking ({rec.control_law or 'unknown'} control law)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
