@@ -45,6 +45,10 @@ def test_registry_names_every_law(ur5):
         make_law("pid", ur5, params={"anti_windup": "none"})
     with pytest.raises(ValueError, match="robust.boundary_layer"):
         make_law("robust", ur5, params={"boundary_layer": 0.0})
+    with pytest.raises(ValueError, match="robust.integral must be true or false"):
+        make_law("robust", ur5, params={"integral": "yes"})
+    with pytest.raises(ValueError, match="adaptive.adaptation_rate"):
+        make_law("adaptive", ur5, params={"adaptation_rate": -2.0})
 
 
 def test_every_law_clips_and_reports_saturation(ur5):
