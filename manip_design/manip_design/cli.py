@@ -2,6 +2,7 @@
 
     manip-design dof FILE                          # Grubler-Kutzbach mobility vs actuated joints
     manip-design fk FILE --actuated V ...          # end-effector pose (passive joints solved)
+    manip-design fk FILE --actuated V ... --branches N   # and every assembly branch found from N seeds
     manip-design ik FILE --xyz X Y Z [--rpy R P Y] [--method lm|ccd]
     manip-design synthesize FILE --targets FILE    # free lengths that reach the target points
     manip-design urdf FILE -o OUT                  # serial structures only
@@ -90,6 +91,15 @@ def cmd_fk(args, out):
                   f"orientation (x, y, z, w): {np.round(d['orientation_xyzw'], 9).tolist()}\n"
                   f"closure error {r.closure_error:.3g} after {r.iterations} LM steps: "
                   f"{'assembled' if r.success else 'FAILED to assemble'}\n")
+    if args.branches:
+        br = m.fk_branches(args.actuated, attempts=args.branches)
+        d["branches"] = [{"position": b.pose[:3, 3].tolist(), "orientation_xyzw": _quat_xyzw(b.pose[:3, :3]),
+                          "joints": dict(zip(m.variable_names, map(float, b.q)))} for b in br]
+        if not args.json:
+            out.write(f"{len(br)} distinct assembly branch(es) from {args.branches} random seeds (home first):\n")
+            for i, b in enumerate(d["branches"]):
+                out.write(f"  {i}: position (m) {np.round(b['position'], 9).tolist()}, orientation (x, y, z, w) "
+                          f"{np.round(b['orientation_xyzw'], 9).tolist()}\n")
     return d, 0 if r.success else 1
 
 
@@ -173,6 +183,8 @@ def build_parser():
     sp = common(sub.add_parser("fk", help="forward kinematics"))
     sp.add_argument("--actuated", type=float, nargs="+", required=True, metavar="V",
                     help="actuated joint values (rad or m) in file order")
+    sp.add_argument("--branches", type=int, default=0, metavar="N",
+                    help="also list every distinct assembly branch found from N random seeds (JSON: branches)")
     sp.set_defaults(fn=cmd_fk)
     sp = common(sub.add_parser("ik", help="inverse kinematics"))
     sp.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"), help="target (m)")

@@ -3,8 +3,9 @@
 Joint values q (rad for revolute, m for prismatic) are ordered as ``variable_names``; ``actuated_names`` is
 the subset the user commands. Poses are 4x4 homogeneous transforms of the end-effector frame in the ground
 frame (m). FK solves the loop-closure constraints (welds of Merge) for the passive joints by
-Levenberg-Marquardt from the home assembly (or a seed); IK solves closure + target together by
-Levenberg-Marquardt (``method='lm'``) or cyclic coordinate descent (``method='ccd'``), with the joint limits
+Levenberg-Marquardt from the home assembly (or a seed), so it follows one assembly branch;
+``fk_branches`` lists the distinct branches found from random seeds (choose one, then follow it with
+``fk(..., seed=q)``). IK solves closure + target together by Levenberg-Marquardt (``method='lm'``) or cyclic coordinate descent (``method='ccd'``), with the joint limits
 as bounds, and declares success only when FK of the returned actuator values, solved again from the home
 assembly, reaches the target.
 """
@@ -171,6 +172,45 @@ class Mechanism:
         a = self._act_vector(actuated)
         q, err, it = self._fk_q(a, seed, tol, max_iter)
         return FKResult(self.frames(q)[self.ee], q, bool(err <= max(tol, 1e-9)), float(err), int(it))
+
+    def fk_branches(self, actuated, attempts=32, rng_seed=0, tol=1e-10, max_iter=100, pose_tol=1e-7):
+        """Every distinct assembly branch found for the actuated values: a list of :class:`FKResult`, the
+        home-branch one (what :meth:`fk` returns) first when it closes, then the others by distance of their
+        end-effector position from it (m).
+
+        Closed chains have several assemblies per actuator vector (the five-bar's tip above or below its
+        elbows, the Stewart platform's up to 40); :meth:`fk` follows the one continuous with the home
+        assembly (or ``seed``). Here the passive joints are also solved from ``attempts`` random seeds
+        (uniform within their limits, +-pi where unlimited; ``rng_seed`` makes it repeatable), and solutions
+        whose end-effector poses agree within ``pose_tol`` (m, and rad for the rotation) count once. A
+        branch not found from any seed is missed, so the list is a lower bound on the assembly count. To
+        follow a chosen branch afterwards, pass its ``q`` as ``fk(..., seed=q)``."""
+        a = self._act_vector(actuated)
+        home = self._fk_q(a, None, tol, max_iter)
+        cands = [home]
+        if len(self.welds):
+            rng = np.random.default_rng(rng_seed)
+            lo = np.where(np.isfinite(self.lo[self.passive]), self.lo[self.passive], -math.pi)
+            hi = np.where(np.isfinite(self.hi[self.passive]), self.hi[self.passive], math.pi)
+            for _ in range(attempts):
+                q = self.q_home.copy()
+                q[self.actuated] = a
+                q[self.passive] = rng.uniform(lo, hi)
+                err, it = self._solve(q, self.passive, self._eye, self._no_target, self.n_closure, tol, max_iter)
+                cands.append((q, err, it))
+        out = []
+        for q, err, it in cands:
+            if err > max(tol, 1e-9):
+                continue
+            T = self.frames(q)[self.ee]
+            if any(np.linalg.norm(T[:3, 3] - r.pose[:3, 3]) <= pose_tol and
+                   _rot_angle(T[:3, :3], r.pose[:3, :3]) <= pose_tol for r in out):
+                continue
+            out.append(FKResult(T, q, True, float(err), int(it)))
+        if out and cands[0][1] <= max(tol, 1e-9):
+            p0 = out[0].pose[:3, 3]
+            out[1:] = sorted(out[1:], key=lambda r: float(np.linalg.norm(r.pose[:3, 3] - p0)))
+        return out
 
     def _fk_q(self, a, seed=None, tol=1e-10, max_iter=100):
         """(q, closure error, iterations) of FK without input checks."""

@@ -75,3 +75,11 @@ def test_urdf_synthesize_codegen(tmp_path):
 def test_user_errors_are_one_line_with_exit_2(args, words):
     rc, out, err = run(*args)
     assert rc == 2 and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_fk_lists_the_five_bar_assembly_branches():
+    rc, out, _ = run("fk", EX / "dual_scara.mrs", "--actuated", 0.1, 0.2, "--branches", 8, "--json")
+    d = last_json(out)
+    assert rc == 0 and len(d["branches"]) == 2
+    assert d["branches"][0]["position"] == d["position"]  # the home branch first, then the elbow-down one
+    assert d["branches"][1]["position"][1] < d["position"][1] - 0.3

@@ -96,6 +96,37 @@ def test_five_bar_ik_flips_an_elbow_when_only_the_other_working_mode_is_within_t
     assert abs(m.ik([P[0], P[1], 0.0]).actuated["left.shoulder"] - ts[0][0]) < 1e-7
 
 
+def five_bar_fk_both(t1, t2):
+    """Both tip positions (x, y) m for the shoulder angles: the two intersections of the distal circles."""
+    E = [A[i] + L1 * np.array([-math.sin(t), math.cos(t)]) for i, t in enumerate((t1, t2))]
+    m, dvec = 0.5 * (E[0] + E[1]), E[1] - E[0]
+    dist = np.linalg.norm(dvec)
+    h = math.sqrt(L2 ** 2 - (dist / 2) ** 2)
+    n = np.array([-dvec[1], dvec[0]]) / dist
+    return [m + h * n, m - h * n]
+
+
+def test_five_bar_fk_branches_are_both_closed_form_assemblies():
+    _s, m = load("dual_scara")
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        t = rng.uniform(-0.6, 0.6, 2)
+        br = m.fk_branches(t, attempts=16)
+        assert len(br) == 2 and all(b.success for b in br)
+        np.testing.assert_allclose(br[0].pose, m.fk(t).pose, atol=1e-12)  # the home branch first
+        exact = five_bar_fk_both(*t)
+        found = [b.pose[:2, 3] for b in br]
+        for c in exact:  # each closed-form assembly found once
+            assert sum(np.linalg.norm(f - c) < 1e-9 for f in found) == 1, (t, found, exact)
+        # choosing the other branch: FK seeded with its joints follows it under a small actuator move
+        lower = br[1]
+        t2 = t + 0.05
+        fk2 = m.fk(t2, seed=lower.q)
+        assert fk2.success
+        np.testing.assert_allclose(fk2.pose[:2, 3], min(five_bar_fk_both(*t2), key=lambda c: c[1]), atol=1e-9)
+        assert lower.pose[1, 3] < br[0].pose[1, 3]
+
+
 def test_ik_reports_an_unreachable_target_honestly():
     _s, m = load("dual_scara")
     ik = m.ik([0.0, 1.0, 0.0])  # beyond l1 + l2 from both shoulders
