@@ -118,7 +118,9 @@ class PlannerSettings:
     planner_seed: int = 0                    # random stream of the sampling planner (repeatable plans)
     backend: str = "cpu"                     # collision checks: "cpu" or "cuda" (batched re-checks on the GPU)
     jerk_limits: tuple = ()                  # rad/s^3 per joint for the jerk_limited profile; empty: 50 each
-    goal_clearance: float = 0.06             # m: IK goals ranked by clearance up to this, then nearest the start
+    # m: IK goals ranked by clearance up to this (at least safety_margin + GROWN_EXTRA_M), then nearest the start;
+    # 0.06 made the UR5 take a flipped-wrist branch near a singularity for 2 cm more clearance (the demo failed)
+    goal_clearance: float = 0.0
     ik_seeds: int = 16                       # extra numerical IK seeds (random, repeatable) when choosing a goal
     # singularity check of every planned path (manip_core.analysis.path_singularity): the smallest minimum singular
     # value of the Jacobian ("full" 6 x dof body Jacobian for 6+ joints, else "position") along the trajectory;
