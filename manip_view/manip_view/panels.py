@@ -126,6 +126,9 @@ class Panels:
                 run.on_click(lambda _: self._worker.submit(self._do_pick_place))
                 self.pp_md = s.gui.add_markdown("")
         self._plots = s.gui.add_folder("Plots and camera")
+        # The cloud (its worker), the image and the tracking plot (the executor) and the plan (the jobs' worker) add
+        # their first element to this folder from different threads: viser's folder context admits one at a time.
+        self._gui_lock = threading.Lock()
         self.scaling_plot = self.tracking_plot = None
         self.image = None
 
@@ -276,7 +279,7 @@ class Panels:
                 else np.asarray(colors, dtype=np.uint8).reshape(-1, 3))
         self.cloud_count += 1
         if self.cloud_md is None:
-            with self._plots:
+            with self._gui_lock, self._plots:
                 self.cloud_md = self.server.gui.add_markdown("")
         size = max(0.002, 0.004 * self.scene.reach_m())
         if self._cloud is None or len(self._cloud.points) != len(pts):
@@ -293,7 +296,7 @@ class Panels:
     def show_image(self, rgb):
         """The left camera image (H, W, 3) uint8 in the panel (JPEG)."""
         if self.image is None:
-            with self._plots:
+            with self._gui_lock, self._plots:
                 self.image = self.server.gui.add_image(rgb, format="jpeg", jpeg_quality=80)
         else:
             self.image.image = rgb
@@ -314,7 +317,7 @@ class Panels:
         names = self.scene.robot.joint_names
         series = (up.Series(label="t (s)"),) + tuple(
             up.Series(label=n, stroke=PLOT_COLOURS[k % len(PLOT_COLOURS)], width=1.5) for k, n in enumerate(names))
-        with self._plots:
+        with self._gui_lock, self._plots:
             return self.server.gui.add_uplot(data, series, title=title, aspect=1.6,
                                              scales={"x": up.Scale(time=False, auto=True)})
 

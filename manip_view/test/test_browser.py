@@ -286,31 +286,19 @@ def test_live_viewer_on_the_ros_graph_draws_joint_states_sends_short_moves_and_p
 
 
 @pytest.mark.slow
-def test_slider_click_moves_the_controllers_commanded_position(chromium):
+def test_slider_click_moves_the_controllers_commanded_position(chromium, ros_graph):
     """Page -> viewer -> manip_control controller, process to process: a click on a slider's track makes the
     controller track toward the clicked value (its controller_state desired position moves, mode TRACKING), from
     the measured position; Stop brings it back to HOLD."""
-    import threading
-    import urllib.request
-
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
 
     from manip_msgs.msg import ControllerState
 
     port = free_port()
-    ur5 = str(robot_path("ur5"))
-    env = dict(os.environ, ROS_DOMAIN_ID=str(np.random.randint(100, 201)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    procs = [subprocess.Popen([sys.executable, "-m", m, "--ros-args", "-p", f"urdf_path:={ur5}", *extra], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for m, extra in (("manip_view.viewer_node", ["-p", f"port:={port}"]),
-                              ("manip_control.controller_node", ["-p", "state_timeout:=1.0"]))]
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=int(env["ROS_DOMAIN_ID"]))
-    node = rclpy.create_node("viewer_controller_test", context=ctx)
-    executor = SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
+    g = ros_graph([("manip_view.viewer_node", {"port": port}),
+                   ("manip_control.controller_node", {"state_timeout": 1.0})], robot_path("ur5"),
+                  "viewer_controller_test")
+    node = g.node
     states = []
     node.create_subscription(ControllerState, "joint_trajectory_controller/controller_state", states.append, 50)
     pub = node.create_publisher(JointState, "joint_states", 10)
@@ -322,55 +310,37 @@ def test_slider_click_moves_the_controllers_commanded_position(chromium):
         pub.publish(msg)
 
     node.create_timer(0.01, publish)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=2)
-                if states:
-                    break
-            except OSError:
-                pass
-            assert all(p.poll() is None for p in procs) and time.monotonic() < deadline, "viewer or controller down"
-            time.sleep(0.3)
-        assert states[-1].mode == ControllerState.MODE_HOLD
-        with Browser(chromium, W, H) as b:
-            b.open(f"http://127.0.0.1:{port}")
-            b.wait_for("(() => { const s = document.querySelectorAll('[role=slider]'); return s.length == 6 && "
-                       f"Math.abs(parseFloat(s[0].getAttribute('aria-valuenow')) - {Q0[0]}) < 1e-6; }})()", 90,
-                       "the sliders at the measured position")
-            x0, y0, width = track_of(b, 1)
-            n = len(states)
-            b.click(x0 + 0.45 * width, y0)
-            value = float(b.wait_for("(() => { const v = document.querySelectorAll('[role=slider]')[1]"
-                                     f".getAttribute('aria-valuenow'); return Math.abs(v - ({Q0[1]})) > 0.05 && v; }})()",
-                                     30, "the slider to move"))
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                tracking = [s for s in states[n:] if s.mode == ControllerState.MODE_TRACKING]
-                if tracking and abs(tracking[-1].desired_positions[1] - Q0[1]) > 0.5 * abs(value - Q0[1]):
-                    break
-                time.sleep(0.1)
-            assert tracking, "the controller never tracked the slider's move"
-            first = tracking[0].desired_positions
-            assert abs(first[1] - Q0[1]) < 0.05 * abs(value - Q0[1]) + 1e-3  # starts where the arm is: no jump
-            d = np.array(tracking[-1].desired_positions)
-            assert (d[1] - Q0[1]) * (value - Q0[1]) > 0 and abs(d[1] - Q0[1]) > 0.5 * abs(value - Q0[1])
-            np.testing.assert_allclose(np.delete(d, 1), np.delete(Q0, 1), atol=1e-9)  # the other joints stay
-            b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes('Stop'))"
-                       ".click() || 1")
-            n = len(states)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not any(s.mode == ControllerState.MODE_HOLD for s in states[n:]):
-                time.sleep(0.1)
-            assert any(s.mode == ControllerState.MODE_HOLD for s in states[n:]), "Stop did not hold"
-    finally:
-        for p in procs:
-            p.terminate()
-        outs = [p.communicate(timeout=30)[0] for p in procs]
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
+    g.wait_page(port, 180, ready=lambda: bool(states), what="the page and the controller's state")
+    assert states[-1].mode == ControllerState.MODE_HOLD
+    with Browser(chromium, W, H) as b:
+        b.open(f"http://127.0.0.1:{port}")
+        b.wait_for("(() => { const s = document.querySelectorAll('[role=slider]'); return s.length == 6 && "
+                   f"Math.abs(parseFloat(s[0].getAttribute('aria-valuenow')) - {Q0[0]}) < 1e-6; }})()", 90,
+                   "the sliders at the measured position")
+        x0, y0, width = track_of(b, 1)
+        n = len(states)
+        b.click(x0 + 0.45 * width, y0)
+        value = float(b.wait_for("(() => { const v = document.querySelectorAll('[role=slider]')[1]"
+                                 f".getAttribute('aria-valuenow'); return Math.abs(v - ({Q0[1]})) > 0.05 && v; }})()",
+                                 30, "the slider to move"))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            tracking = [s for s in states[n:] if s.mode == ControllerState.MODE_TRACKING]
+            if tracking and abs(tracking[-1].desired_positions[1] - Q0[1]) > 0.5 * abs(value - Q0[1]):
+                break
+            time.sleep(0.1)
+        assert tracking, "the controller never tracked the slider's move"
+        first = tracking[0].desired_positions
+        assert abs(first[1] - Q0[1]) < 0.05 * abs(value - Q0[1]) + 1e-3  # starts where the arm is: no jump
+        d = np.array(tracking[-1].desired_positions)
+        assert (d[1] - Q0[1]) * (value - Q0[1]) > 0 and abs(d[1] - Q0[1]) > 0.5 * abs(value - Q0[1])
+        np.testing.assert_allclose(np.delete(d, 1), np.delete(Q0, 1), atol=1e-9)  # the other joints stay
+        b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes('Stop'))"
+                   ".click() || 1")
+        n = len(states)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(s.mode == ControllerState.MODE_HOLD for s in states[n:]):
+            time.sleep(0.1)
+        assert any(s.mode == ControllerState.MODE_HOLD for s in states[n:]), "Stop did not hold"
+    outs = g.stop()
     assert "trajectory accepted (topic)" in outs[1], outs[1][-2000:]

@@ -11,11 +11,7 @@ everything from the robot model (test_overlays.py covers ypp3, planar2r and a UR
 import io
 import os
 import re
-import subprocess
-import sys
-import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -94,10 +90,8 @@ def drag(b, start, end, steps=12):
 
 
 @pytest.mark.parametrize("robot", ["ur5"])
-def test_live_page_shows_obstacles_cloud_image_ik_branches_and_the_plan(chromium, robot, tmp_path):
-    import rclpy
+def test_live_page_shows_obstacles_cloud_image_ik_branches_and_the_plan(chromium, robot, tmp_path, ros_graph):
     from geometry_msgs.msg import TransformStamped
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile
     from sensor_msgs.msg import Image, JointState, PointCloud2
     from tf2_msgs.msg import TFMessage
@@ -111,17 +105,10 @@ def test_live_page_shows_obstacles_cloud_image_ik_branches_and_the_plan(chromium
     names, q0 = scene.robot.joint_names, np.array(Q0[robot])
     reach = scene.reach_m()
     port = free_port()
-    env = dict(os.environ, ROS_DOMAIN_ID=str(np.random.randint(100, 201)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    procs = [subprocess.Popen([sys.executable, "-m", m, "--ros-args", "-p", f"urdf_path:={urdf}", *extra], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for m, extra in (("manip_view.viewer_node", ["-p", f"port:={port}", "-p", "max_cloud_points:=5000"]),
-                              ("manip_core.model_server_node", []),
-                              ("manip_planning.planner_node", ["-p", "path_planner:=heuristics"]))]
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=int(env["ROS_DOMAIN_ID"]))
-    node = rclpy.create_node("viewer_scene_test", context=ctx)
-    executor = SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
+    graph = ros_graph([("manip_view.viewer_node", {"port": port, "max_cloud_points": 5000}),
+                   ("manip_core.model_server_node", {}),
+                   ("manip_planning.planner_node", {"path_planner": "heuristics"})], urdf, "viewer_scene_test")
+    node = graph.node
     pub_js = node.create_publisher(JointState, "joint_states", 10)
     pub_obs = node.create_publisher(ObstacleArray, "obstacles", 10)
     pub_cloud = node.create_publisher(PointCloud2, "stereo/points2", 10)
@@ -167,111 +154,94 @@ def test_live_page_shows_obstacles_cloud_image_ik_branches_and_the_plan(chromium
     node.create_timer(0.05, publish)
     node.create_timer(2.0, publish_slow)
     pub_tf.publish(TFMessage(transforms=[tf]))
-    threading.Thread(target=executor.spin, daemon=True).start()
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
+    graph.wait_page(port, 120)
+    camera = scene.default_camera()
+    proj = lambda pts: project(np.atleast_2d(pts), *camera, W, H)  # noqa: E731
+    with Browser(chromium, W, H) as b:
+        b.open(url)
+        t0 = pin_tip(robot, q0).translation
+        expected = f"x {t0[0]:+.4f} y {t0[1]:+.4f} z {t0[2]:+.4f}"
+        b.wait_for(f"document.body.innerText.includes('{expected}')", 90, f"the arm at q0 ({expected})")
+        b.evaluate("document.querySelectorAll('.mantine-Notification-closeButton').forEach(e => e.click()) || 1")
+        b.wait_for("Array.from(document.querySelectorAll('img')).some(i => i.naturalWidth == 64)", 30,
+                   "the left image (64 x 48)")
+        deadline = time.monotonic() + 180
         while True:
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                assert all(p.poll() is None for p in procs) and time.monotonic() < deadline, "no page"
-                time.sleep(0.3)
-        camera = scene.default_camera()
-        proj = lambda pts: project(np.atleast_2d(pts), *camera, W, H)  # noqa: E731
-        with Browser(chromium, W, H) as b:
-            b.open(url)
-            t0 = pin_tip(robot, q0).translation
-            expected = f"x {t0[0]:+.4f} y {t0[1]:+.4f} z {t0[2]:+.4f}"
-            b.wait_for(f"document.body.innerText.includes('{expected}')", 90, f"the arm at q0 ({expected})")
-            b.evaluate("document.querySelectorAll('.mantine-Notification-closeButton').forEach(e => e.click()) || 1")
-            b.wait_for("Array.from(document.querySelectorAll('img')).some(i => i.naturalWidth == 64)", 30,
-                       "the left image (64 x 48)")
-            deadline = time.monotonic() + 180
-            while True:
-                png = b.screenshot_png()
-                obs_m, cloud_m = colour_mask(png, OBSTACLE_RGB, 60), colour_mask(png, cloud_rgb, 60)
-                if (near(obs_m, proj(box_c)[0]) and near(cloud_m, proj(patch_base.mean(0))[0])) \
-                        or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            (tmp_path / "scene.png").write_bytes(png)
-            assert near(obs_m, proj(box_c)[0]), "no obstacle pixels where the box projects"
-            assert near(cloud_m, proj(patch_base.mean(0))[0]), "no cloud pixels where the patch projects"
-            # Not where the cloud would be without the camera transform.
-            assert not near(cloud_m, proj(patch_cam.mean(0))[0], r=2)
-            corners = proj(patch_base[[0, 140, -141, -1]])
-            lo, hi = np.floor(corners.min(0)).astype(int) - 40, np.ceil(corners.max(0)).astype(int) + 40
-            ys, xs = np.nonzero(cloud_m[lo[1]:hi[1], lo[0]:hi[0]])  # the patch's pixels and what is around it
-            np.testing.assert_allclose([xs.min() + lo[0], xs.max() + lo[0], ys.min() + lo[1], ys.max() + lo[1]],
-                                       [*np.sort(corners[:, 0])[[0, -1]], *np.sort(corners[:, 1])[[0, -1]]], atol=12)
-            # The left image in the panel: its pixels' mean colour is the published red.
-            mean = b.evaluate("(() => { const i = Array.from(document.querySelectorAll('img')).find("
-                              "i => i.naturalWidth == 64); const c = document.createElement("
-                              "'canvas'); c.width = i.naturalWidth; c.height = i.naturalHeight; const x = "
-                              "c.getContext('2d'); x.drawImage(i, 0, 0); const d = x.getImageData(0, 0, c.width, "
-                              "c.height).data; let s = [0, 0, 0]; for (let k = 0; k < d.length; k += 4) { s[0] += "
-                              "d[k]; s[1] += d[k + 1]; s[2] += d[k + 2]; } return s.map(v => v / (d.length / 4)); })()")
-            np.testing.assert_allclose(mean, [200, 30, 30], atol=12)
-
-            # The goal gizmo appears at the tool, axes along the tool's; drag its z arrow outwards with the mouse.
-            b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes("
-                       "'Show the goal gizmo')).click() || 1")
-            b.wait_for("document.body.innerText.includes('IK: ')", 60, "the IK branches of the tool pose")
-            tip0 = pin_tip(robot, q0)
-            scale, z_tool = 0.35 * max(reach, 0.1), tip0.rotation[:, 2]
-            # (0.35 of the arrow: away from the rotation arcs that meet its end)
-            a0 = proj(tip0.translation + 0.35 * scale * z_tool)[0]
-            a1 = proj(tip0.translation + (0.35 * scale + 0.15) * z_tool)[0]
-            (tmp_path / "before_drag.png").write_bytes(b.screenshot_png())
-            drag(b, a0, a1)
-            text = b.wait_for("(() => { const t = document.body.innerText; const m = t.match(/goal m: x (\\S+) y "
-                              "(\\S+) z (\\S+)/); const p = m && [1, 2, 3].map(k => parseFloat(m[k])); "
-                              f"const d = p && Math.hypot(p[0] - ({tip0.translation[0]}), p[1] - "
-                              f"({tip0.translation[1]}), p[2] - ({tip0.translation[2]})); return d > 0.03 && "
-                              "t.includes('IK: ') && t; })()", 30, "the goal to move")
-            (tmp_path / "dragged.png").write_bytes(b.screenshot_png())
-            m = re.search(r"goal m: x (\S+) y (\S+) z (\S+)", text)
-            goal = np.array([float(v) for v in m.groups()])
-            d = goal - tip0.translation
-            assert d @ z_tool > 0.03 and np.linalg.norm(np.cross(d, z_tool)) < 0.01  # along the tool's z axis
-            sols = [np.array([float(v) for v in s.split(",")]) for s in re.findall(r"\d+: \[([^\]]+)\]", text)]
-            assert len(sols) >= 2 and "compute_ik" in text, text
-            for q in sols:  # every branch reaches the goal shown (Pinocchio), orientation unchanged
-                T = pin_tip(robot, q)
-                np.testing.assert_allclose(T.translation, goal, atol=2e-3)
-                np.testing.assert_allclose(T.rotation, tip0.rotation, atol=2e-3)
-            ik_m = colour_mask(b.screenshot_png(), IK_RGB, 50)
-            assert ik_m.sum() > 300, "no IK branch drawn"
-
-            # Plan to the first branch (the one closest to where the arm is): the path appears.
-            b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes("
-                       "'Plan to the branch')).click() || 1")
-            text = b.wait_for("(() => { const t = document.body.innerText; return /Plan\\*?\\*?: \\d+ points/"
-                              ".test(t) && t; })()", 60, "the plan")
-            assert "clearance" in text
-            time.sleep(1.0)
             png = b.screenshot_png()
-            (tmp_path / "plan.png").write_bytes(png)
-            if os.environ.get("MANIP_VIEW_WRITE_DOCS") == "1":
-                (Path(__file__).resolve().parents[2] / "docs" / "manip_view_live.png").write_bytes(png)
-            plan_m = colour_mask(png, PLAN_RGB, 50)
-            # The heuristics planner's first method is the straight joint-space line when it is clear (the box is
-            # far): the tool path is Pinocchio's FK along q0 + s (q_goal - q0).
-            for s_ in (0.25, 0.5, 0.75):
-                uv = proj(pin_tip(robot, q0 + s_ * (sols[0] - q0)).translation)[0]
-                assert near(plan_m, uv, 5), f"no tool path pixel at s = {s_} ({uv})"
-    finally:
-        for p in procs:
-            p.terminate()
-        outs = [p.communicate(timeout=30)[0] for p in procs]
-        for k, o in enumerate(outs):
-            (tmp_path / f"process_{k}.log").write_text(o)
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
-    assert [p.returncode for p in procs] == [0, 0, 0], [o[-1500:] for o in outs]
+            obs_m, cloud_m = colour_mask(png, OBSTACLE_RGB, 60), colour_mask(png, cloud_rgb, 60)
+            if (near(obs_m, proj(box_c)[0]) and near(cloud_m, proj(patch_base.mean(0))[0])) \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        (tmp_path / "scene.png").write_bytes(png)
+        assert near(obs_m, proj(box_c)[0]), "no obstacle pixels where the box projects"
+        assert near(cloud_m, proj(patch_base.mean(0))[0]), "no cloud pixels where the patch projects"
+        # Not where the cloud would be without the camera transform.
+        assert not near(cloud_m, proj(patch_cam.mean(0))[0], r=2)
+        corners = proj(patch_base[[0, 140, -141, -1]])
+        lo, hi = np.floor(corners.min(0)).astype(int) - 40, np.ceil(corners.max(0)).astype(int) + 40
+        ys, xs = np.nonzero(cloud_m[lo[1]:hi[1], lo[0]:hi[0]])  # the patch's pixels and what is around it
+        np.testing.assert_allclose([xs.min() + lo[0], xs.max() + lo[0], ys.min() + lo[1], ys.max() + lo[1]],
+                                   [*np.sort(corners[:, 0])[[0, -1]], *np.sort(corners[:, 1])[[0, -1]]], atol=12)
+        # The left image in the panel: its pixels' mean colour is the published red.
+        mean = b.evaluate("(() => { const i = Array.from(document.querySelectorAll('img')).find("
+                          "i => i.naturalWidth == 64); const c = document.createElement("
+                          "'canvas'); c.width = i.naturalWidth; c.height = i.naturalHeight; const x = "
+                          "c.getContext('2d'); x.drawImage(i, 0, 0); const d = x.getImageData(0, 0, c.width, "
+                          "c.height).data; let s = [0, 0, 0]; for (let k = 0; k < d.length; k += 4) { s[0] += "
+                          "d[k]; s[1] += d[k + 1]; s[2] += d[k + 2]; } return s.map(v => v / (d.length / 4)); })()")
+        np.testing.assert_allclose(mean, [200, 30, 30], atol=12)
+
+        # The goal gizmo appears at the tool, axes along the tool's; drag its z arrow outwards with the mouse.
+        b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes("
+                   "'Show the goal gizmo')).click() || 1")
+        b.wait_for("document.body.innerText.includes('IK: ')", 60, "the IK branches of the tool pose")
+        tip0 = pin_tip(robot, q0)
+        scale, z_tool = 0.35 * max(reach, 0.1), tip0.rotation[:, 2]
+        # (0.35 of the arrow: away from the rotation arcs that meet its end)
+        a0 = proj(tip0.translation + 0.35 * scale * z_tool)[0]
+        a1 = proj(tip0.translation + (0.35 * scale + 0.15) * z_tool)[0]
+        (tmp_path / "before_drag.png").write_bytes(b.screenshot_png())
+        drag(b, a0, a1)
+        text = b.wait_for("(() => { const t = document.body.innerText; const m = t.match(/goal m: x (\\S+) y "
+                          "(\\S+) z (\\S+)/); const p = m && [1, 2, 3].map(k => parseFloat(m[k])); "
+                          f"const d = p && Math.hypot(p[0] - ({tip0.translation[0]}), p[1] - "
+                          f"({tip0.translation[1]}), p[2] - ({tip0.translation[2]})); return d > 0.03 && "
+                          "t.includes('IK: ') && t; })()", 30, "the goal to move")
+        (tmp_path / "dragged.png").write_bytes(b.screenshot_png())
+        m = re.search(r"goal m: x (\S+) y (\S+) z (\S+)", text)
+        goal = np.array([float(v) for v in m.groups()])
+        d = goal - tip0.translation
+        assert d @ z_tool > 0.03 and np.linalg.norm(np.cross(d, z_tool)) < 0.01  # along the tool's z axis
+        sols = [np.array([float(v) for v in s.split(",")]) for s in re.findall(r"\d+: \[([^\]]+)\]", text)]
+        assert len(sols) >= 2 and "compute_ik" in text, text
+        for q in sols:  # every branch reaches the goal shown (Pinocchio), orientation unchanged
+            T = pin_tip(robot, q)
+            np.testing.assert_allclose(T.translation, goal, atol=2e-3)
+            np.testing.assert_allclose(T.rotation, tip0.rotation, atol=2e-3)
+        ik_m = colour_mask(b.screenshot_png(), IK_RGB, 50)
+        assert ik_m.sum() > 300, "no IK branch drawn"
+
+        # Plan to the first branch (the one closest to where the arm is): the path appears.
+        b.evaluate("Array.from(document.querySelectorAll('button')).find(e => e.innerText.includes("
+                   "'Plan to the branch')).click() || 1")
+        text = b.wait_for("(() => { const t = document.body.innerText; return /Plan\\*?\\*?: \\d+ points/"
+                          ".test(t) && t; })()", 60, "the plan")
+        assert "clearance" in text
+        time.sleep(1.0)
+        png = b.screenshot_png()
+        (tmp_path / "plan.png").write_bytes(png)
+        if os.environ.get("MANIP_VIEW_WRITE_DOCS") == "1":
+            (Path(__file__).resolve().parents[2] / "docs" / "manip_view_live.png").write_bytes(png)
+        plan_m = colour_mask(png, PLAN_RGB, 50)
+        # The heuristics planner's first method is the straight joint-space line when it is clear (the box is
+        # far): the tool path is Pinocchio's FK along q0 + s (q_goal - q0).
+        for s_ in (0.25, 0.5, 0.75):
+            uv = proj(pin_tip(robot, q0 + s_ * (sols[0] - q0)).translation)[0]
+            assert near(plan_m, uv, 5), f"no tool path pixel at s = {s_} ({uv})"
+    outs = graph.stop()  # the processes' logs stay in tmp_path
+    assert graph.returncodes == [0, 0, 0], [o[-1500:] for o in outs]
     assert "plan: " in outs[0], outs[0][-2000:]
     assert "first point cloud: 19881 points in 'cam', 4971 drawn" in outs[0]  # every 4th: ceil(19881 / 5000)
 
@@ -282,12 +252,10 @@ def click_button(b, text):
 
 
 @pytest.mark.slow
-def test_plan_then_execute_after_the_confirmation_drives_the_controller(chromium, tmp_path):
+def test_plan_then_execute_after_the_confirmation_drives_the_controller(chromium, ros_graph):
     """Page -> viewer -> planner -> controller: Show the gizmo, drag it, Plan, Execute, confirm in the page's
     dialog: the controller (manip_control, real process) follows the plan (MODE_TRACKING, its desired positions end
     at the IK branch planned to) and the page reports the action's outcome."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
 
     from manip_msgs.msg import ControllerState
@@ -297,18 +265,11 @@ def test_plan_then_execute_after_the_confirmation_drives_the_controller(chromium
     scene = RobotScene(*load_robot(robot))
     names, q0 = scene.robot.joint_names, np.array(Q0[robot])
     port = free_port()
-    env = dict(os.environ, ROS_DOMAIN_ID=str(np.random.randint(100, 201)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    procs = [subprocess.Popen([sys.executable, "-m", m, "--ros-args", "-p", f"urdf_path:={urdf}", *extra], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for m, extra in (("manip_view.viewer_node", ["-p", f"port:={port}"]),
-                              ("manip_core.model_server_node", []),
-                              ("manip_planning.planner_node", ["-p", "path_planner:=heuristics"]),
-                              ("manip_control.controller_node", ["-p", "state_timeout:=1.0"]))]
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=int(env["ROS_DOMAIN_ID"]))
-    node = rclpy.create_node("viewer_execute_test", context=ctx)
-    executor = SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
+    graph = ros_graph([("manip_view.viewer_node", {"port": port}),
+                   ("manip_core.model_server_node", {}),
+                   ("manip_planning.planner_node", {"path_planner": "heuristics"}),
+                   ("manip_control.controller_node", {"state_timeout": 1.0})], urdf, "viewer_execute_test")
+    node = graph.node
     states = []
     node.create_subscription(ControllerState, "joint_trajectory_controller/controller_state", states.append, 50)
     pub = node.create_publisher(JointState, "joint_states", 10)
@@ -319,67 +280,48 @@ def test_plan_then_execute_after_the_confirmation_drives_the_controller(chromium
         pub.publish(js)
 
     node.create_timer(0.01, publish)
-    threading.Thread(target=executor.spin, daemon=True).start()
     url = f"http://127.0.0.1:{port}"
     camera = scene.default_camera()
     proj = lambda pts: project(np.atleast_2d(pts), *camera, W, H)  # noqa: E731
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                if states:
-                    break
-            except OSError:
-                pass
-            assert all(p.poll() is None for p in procs) and time.monotonic() < deadline, "a node is down"
-            time.sleep(0.3)
-        with Browser(chromium, W, H) as b:
-            b.open(url)
-            t0 = pin_tip(robot, q0)
-            b.wait_for(f"document.body.innerText.includes('x {t0.translation[0]:+.4f}')", 120, "the arm at q0")
-            b.evaluate("document.querySelectorAll('.mantine-Notification-closeButton').forEach(e => e.click()) || 1")
-            click_button(b, "Show the goal gizmo")
-            b.wait_for("document.body.innerText.includes('IK: ')", 60, "the IK branches of the tool pose")
-            scale, z_tool = 0.35 * max(scene.reach_m(), 0.1), t0.rotation[:, 2]
-            drag(b, proj(t0.translation + 0.35 * scale * z_tool)[0],
-                 proj(t0.translation + (0.35 * scale + 0.15) * z_tool)[0])
-            text = b.wait_for("(() => { const t = document.body.innerText; const m = t.match(/goal m: x (\\S+)/);"
-                              f" return m && Math.abs(parseFloat(m[1]) - ({t0.translation[0]})) > 0.005 && "
-                              "t.includes('compute_ik') && t; })()", 60, "the goal to move")
-            while True:  # the IK of the drag's last pose (the page shows intermediate ones while it drags)
-                time.sleep(2.0)
-                now = b.evaluate("document.body.innerText")
-                if now == text:
-                    break
-                text = now
-            branch = np.array([float(v) for v in re.search(r"0: \[([^\]]+)\]", text).group(1).split(",")])
-            click_button(b, "Plan to the branch")
-            b.wait_for("/Plan\\*?\\*?: \\d+ points/.test(document.body.innerText)", 120, "the plan")
-            n = len(states)
-            click_button(b, "Execute the plan")
-            b.wait_for("document.body.innerText.includes('Yes, execute')", 30, "the confirmation dialog")
-            assert not any(s.mode == ControllerState.MODE_TRACKING for s in states[n:])  # nothing before the yes
-            click_button(b, "Yes, execute")
-            # Nothing moves the arm here (no simulator): the controller ends the goal with its tolerance error,
-            # and the page says so.
-            b.wait_for("/Execute\\*?\\*?: (done|error)/.test(document.body.innerText)", 120, "the outcome")
-            tracking = [np.array(s.desired_positions) for s in states[n:] if s.mode == ControllerState.MODE_TRACKING]
-            assert tracking, "the controller never followed the plan"
-            # Its set points run along the planned joint-space line from where the arm is towards the branch (on a
-            # loaded machine its ticks are tens of ms apart: the last one seen may be short of the end).
-            d = branch - q0
-            s_ = np.array([(x - q0) @ d / (d @ d) for x in tracking])
-            assert s_[0] < 0.05 and s_[-1] > 0.5 and np.all(np.diff(s_) >= -1e-9), s_
-            off_line = [np.linalg.norm(x - (q0 + si * d)) for x, si in zip(tracking, s_)]
-            assert max(off_line) < 5e-3
-    finally:
-        for p in procs:
-            p.terminate()
-        outs = [p.communicate(timeout=30)[0] for p in procs]
-        for k, o in enumerate(outs):
-            (tmp_path / f"process_{k}.log").write_text(o)
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
+    graph.wait_page(port, 180, ready=lambda: bool(states), what="the page and the controller's state")
+    with Browser(chromium, W, H) as b:
+        b.open(url)
+        t0 = pin_tip(robot, q0)
+        b.wait_for(f"document.body.innerText.includes('x {t0.translation[0]:+.4f}')", 120, "the arm at q0")
+        b.evaluate("document.querySelectorAll('.mantine-Notification-closeButton').forEach(e => e.click()) || 1")
+        click_button(b, "Show the goal gizmo")
+        b.wait_for("document.body.innerText.includes('IK: ')", 60, "the IK branches of the tool pose")
+        scale, z_tool = 0.35 * max(scene.reach_m(), 0.1), t0.rotation[:, 2]
+        drag(b, proj(t0.translation + 0.35 * scale * z_tool)[0],
+             proj(t0.translation + (0.35 * scale + 0.15) * z_tool)[0])
+        text = b.wait_for("(() => { const t = document.body.innerText; const m = t.match(/goal m: x (\\S+)/);"
+                          f" return m && Math.abs(parseFloat(m[1]) - ({t0.translation[0]})) > 0.005 && "
+                          "t.includes('compute_ik') && t; })()", 60, "the goal to move")
+        while True:  # the IK of the drag's last pose (the page shows intermediate ones while it drags)
+            time.sleep(2.0)
+            now = b.evaluate("document.body.innerText")
+            if now == text:
+                break
+            text = now
+        branch = np.array([float(v) for v in re.search(r"0: \[([^\]]+)\]", text).group(1).split(",")])
+        click_button(b, "Plan to the branch")
+        b.wait_for("/Plan\\*?\\*?: \\d+ points/.test(document.body.innerText)", 120, "the plan")
+        n = len(states)
+        click_button(b, "Execute the plan")
+        b.wait_for("document.body.innerText.includes('Yes, execute')", 30, "the confirmation dialog")
+        assert not any(s.mode == ControllerState.MODE_TRACKING for s in states[n:])  # nothing before the yes
+        click_button(b, "Yes, execute")
+        # Nothing moves the arm here (no simulator): the controller ends the goal with its tolerance error,
+        # and the page says so.
+        b.wait_for("/Execute\\*?\\*?: (done|error)/.test(document.body.innerText)", 120, "the outcome")
+        tracking = [np.array(s.desired_positions) for s in states[n:] if s.mode == ControllerState.MODE_TRACKING]
+        assert tracking, "the controller never followed the plan"
+        # Its set points run along the planned joint-space line from where the arm is towards the branch (on a
+        # loaded machine its ticks are tens of ms apart: the last one seen may be short of the end).
+        d = branch - q0
+        s_ = np.array([(x - q0) @ d / (d @ d) for x in tracking])
+        assert s_[0] < 0.05 and s_[-1] > 0.5 and np.all(np.diff(s_) >= -1e-9), s_
+        off_line = [np.linalg.norm(x - (q0 + si * d)) for x, si in zip(tracking, s_)]
+        assert max(off_line) < 5e-3
+    outs = graph.stop()
     assert "execute: " in outs[0], outs[0][-2000:]
