@@ -5,15 +5,16 @@ argument, a numba argument unboxing per array (each makes and frees an NRT memin
 
 - the model's constant arrays (mf, mi), its workspace (ws, dws) and its default gravity are reached through one
   int64 *handle*: the address of a small int64 header array [mf address, mf size, mi address, mi size, ws
-  address, ws size, dws address, dws size, gravity address, 1 if every moving body has a mass]. make_handle() builds it; the header and every
-  array it points to must stay alive while the handle is used (RobotModel and RobotData keep them as
-  attributes). Inside the kernel, _view_f64 / _view_i64 turn an address and a size into an array view (no
-  meminfo, no reference count);
+  address, ws size, dws address, dws size, gravity address, 1 if every moving body has a mass].
+  make_handle() builds it; the header and every array it points to must stay alive while the handle is used
+  (RobotModel and RobotData keep them as attributes). Inside the kernel, _view_f64 / _view_i64 turn an address
+  and a size into an array view (no meminfo, no reference count);
 - the functions are compiled with ``_nrt=False``: their array arguments are unboxed without an NRT meminfo
   (~50 ns less per array). The kernels they call set ``_nrt=True`` themselves (_kernels._JIT/_SINGLE,
   _derivative_kernels): numba lets a callee inherit the caller's NRT flag unless it sets its own, and the
   kernels need the NRT for their array views;
-- the numba dispatcher checks the argument types in C (float64, 1-D or 2-D, C-contiguous, aligned, writeable):
+- the numba dispatcher checks the argument types in C (float64, 1-D or 2-D, C-contiguous, aligned; outputs
+  writeable, inputs writeable or read-only):
   each dispatcher here holds one compiled signature and may not compile others (disable_compile), so any other
   argument type raises TypeError, and the function itself checks the sizes against the model (status 3).
   RobotModel then takes its checked path (manip_core._entry), which converts what it can and raises
@@ -151,8 +152,8 @@ def _forward_dynamics(h, q, qd, tau, out):
 def _rnea_derivatives(h, q, qd, qdd, dq, dv, M):
     hd, mf, mi, ws, g = _model(h)
     n = mi[1]
-    if not (hd[H_DYN] and _vec_ok(q, n) and _vec_ok(qd, n) and _vec_ok(qdd, n) and _mat_ok(dq, n, n) and _mat_ok(dv, n, n)
-            and _mat_ok(M, n, n)):
+    if not (hd[H_DYN] and _vec_ok(q, n) and _vec_ok(qd, n) and _vec_ok(qdd, n) and _mat_ok(dq, n, n)
+            and _mat_ok(dv, n, n) and _mat_ok(M, n, n)):
         return 3
     dws = _view_f64(hd[H_DWS], hd[H_DWS_N])
     return _DK.rnea_derivatives(mf, mi, ws, dws, q, qd, qdd, g, g[:0], dq, dv, M)
