@@ -115,6 +115,12 @@ class RobotModel:
             return cls(parse_kinematic_json(path), base_link, tip_link)
         return cls.from_urdf(path, base_link, tip_link)
 
+    def __setstate__(self, state):
+        """copy.deepcopy / pickle: the handle must point at this object's own arrays, not the original's."""
+        self.__dict__.update(state)
+        self._hdr, self._h = F.make_handle(self._mf, self._mi, self._ws, self._dws, self._g_default,
+                                           self._has_inertia)
+
     def __repr__(self):
         return (f"RobotModel({self.name!r}, {self.base_link!r} -> {self.tip_link!r}, dof={self.dof}, "
                 f"source={self.source!r})")

@@ -119,3 +119,20 @@ def test_rnea_derivatives_fast_path_matches_checked_path(ur5):
     assert ur5.rnea_derivatives(q, qd, qdd, out=out, data=data) is out
     with pytest.raises(InputError):
         ur5.rnea_derivatives(q, qd, np.zeros(5))
+
+
+def test_a_deep_copy_has_its_own_handle():
+    import copy
+    import gc
+    m = RobotModel.load("ur5")
+    q, qd, qdd = _state(3)
+    ref = (m.fk(q), m.inverse_dynamics(q, qd, qdd))
+    c = copy.deepcopy(m)
+    assert c._h != m._h and c._ws is not m._ws
+    del m
+    gc.collect()
+    for _ in range(3):
+        np.zeros(10000)   # reuse the freed memory
+    np.testing.assert_array_equal(c.fk(q), ref[0])
+    np.testing.assert_array_equal(c.inverse_dynamics(q, qd, qdd), ref[1])
+    np.testing.assert_array_equal(copy.copy(c).fk(q), ref[0])
