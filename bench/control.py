@@ -17,7 +17,9 @@ forward-dynamics plant (see bench/README.md). Conditions:
 Trajectory: q_d(t) = q0 + 0.3 sin(w t) rad per joint, w = (1.0, 0.8, 1.2, 1.5, 1.7, 2.0) rad/s, 8 s;
 errors from t = 1 s. Laws with their defaults at 250 Hz (manip_control.laws); computed_torque is the law
 without the integral term, computed_torque_i has ki = wn^3 with kp = 3 wn^2, kd = 3 wn (wn = 10 rad/s);
-"osc (position task)" tracks the tool position only while its null-space posture task follows q_d.
+"osc (position task)" tracks the tool position only while its null-space posture task follows q_d;
+"robust (no integral)" is robust with robust.integral false (s = ed + Lambda e). --pybullet records the 1-minute
+load average after each run (JSON "load_1min", range in the table).
 
     .venv/bin/python bench/control.py [--quick] [--no-save] [--pybullet [--laws ...] [--conditions ...]]
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -56,7 +59,10 @@ PAYLOAD_KG = 1.5
 KALMAN_PSD = 10.0          # rad^2/s^3: white-acceleration PSD of the Kalman estimator
 ADAPTIVE_DEAD_ZONE = 2.0   # rad/s: adaptive's dead zone in the noise conditions (~3 sigma of |s| from the noise)
 CONDITIONS = ["exact", "payload", "inertia+friction", "noise", "noise+kalman"]
-LAWS = ["pd", "pid", "computed_torque", "computed_torque_i", "robust", "adaptive", "osc", "osc (position task)"]
+LAWS = ["pd", "pid", "computed_torque", "computed_torque_i", "robust", "robust (no integral)", "adaptive", "osc",
+        "osc (position task)"]
+# variants of a law: (the node's control_law, its parameters)
+VARIANTS = {"robust (no integral)": ("robust", {"integral": False})}
 
 
 def log(msg):
@@ -88,6 +94,8 @@ def make(name, model, condition=""):
         return ComputedTorque(model, 3 * wn ** 2, 3 * wn, ki=wn ** 3, period_s=dt)
     if name == "osc (position task)":
         return make_law("osc", model, period_s=dt, params={"task": "position"})
+    if name in VARIANTS:
+        return make_law(VARIANTS[name][0], model, period_s=dt, params=VARIANTS[name][1])
     return make_law(name, model, period_s=dt)
 
 
@@ -172,7 +180,7 @@ def table(results, model, duration):
     ct = by.get(("computed_torque", "payload"))
     lines.append("## ratios")
     lines.append("")
-    for law in ("adaptive", "robust", "computed_torque_i", "pid"):
+    for law in ("adaptive", "robust", "robust (no integral)", "computed_torque_i", "pid"):
         r = by.get((law, "payload"))
         if ct and r and "rms_joint_rad" in r and "rms_joint_rad" in ct:
             lines.append(f"- payload: computed_torque RMS / {law} RMS = {ct['rms_joint_rad'] / r['rms_joint_rad']:.2f}"
@@ -331,7 +339,9 @@ def run_pybullet(model, law_name, condition, duration, seed=0):
         ctrl = [sys.executable, "-m", "manip_control.controller_node", "--ros-args",
                 "-p", f"urdf_path:={model.source}", "-p", f"base_link:={model.base_link}",
                 "-p", f"tip_link:={model.tip_link}", "-p", "use_sim_time:=true", "-p", "state_timeout:=0.25",
-                "-p", f"control_law:={law_name}"]
+                "-p", f"control_law:={VARIANTS.get(law_name, (law_name, {}))[0]}"]
+        for k, v in VARIANTS.get(law_name, (law_name, {}))[1].items():
+            ctrl += ["-p", f"{VARIANTS[law_name][0]}.{k}:={str(v).lower() if isinstance(v, bool) else v}"]
         if law_name == "adaptive" and noisy:
             ctrl += ["-p", f"adaptive.dead_zone:={ADAPTIVE_DEAD_ZONE}"]
         if condition == "noise+kalman":
@@ -406,7 +416,7 @@ def main(argv=None):
     duration = 3.0 if a.quick else 8.0
     model = RobotModel.load("ur5")
     if a.pybullet:
-        laws = a.laws or ["pd", "pid", "computed_torque", "robust", "adaptive", "osc"]
+        laws = a.laws or ["pd", "pid", "computed_torque", "robust", "robust (no integral)", "adaptive", "osc"]
         conds = a.conditions or list(PYBULLET_CONDITIONS)
         results = []
         for cond in conds:
@@ -416,6 +426,7 @@ def main(argv=None):
                 except (AssertionError, TimeoutError, RuntimeError, IndexError, ValueError) as e:
                     log(f"pybullet {cond:>12} {law:>16}: failed: {str(e)[-300:]}")
                     continue
+                r["load_1min"] = os.getloadavg()[0]
                 results.append(r)
                 log(f"pybullet {cond:>12} {law:>16}: RMS {r['rms_joint_rad']:.2e} rad, tool {r['rms_tool_m']:.2e} m, "
                     f"velocity error {r['rms_velocity_estimate_rad_s']:.3f} rad/s, {r['ticks']} ticks, "
@@ -427,6 +438,10 @@ def main(argv=None):
             "control at").replace("Not PyBullet/sim_bridge/controller node.",
                                   "Errors against the simulator's joint_states; payload and heavier links in the "
                                   "simulated URDF only; noise added by a relay between the two.")
+        if results:
+            loads = [r["load_1min"] for r in results]
+            text = text.replace("\n\n## ", f"\n\n1-minute load average after each run: {min(loads):.1f}-"
+                                f"{max(loads):.1f} on {os.cpu_count()} cores (all rows from this one run).\n\n## ", 1)
         print(text)
         if not a.no_save:
             from results_io import RESULTS, save_results
