@@ -37,13 +37,14 @@ def wall_scene():
                           Shape("box", (0.5 * (1.0 - hi), 0.01, 0.1), pose_matrix((0.5 * (1.0 + hi), 0, 0)))])
 
 
-def test_narrow_passage():
+@pytest.mark.parametrize("domain_rad", [4.0, 0.0, 0.3])   # the default dynamic domain, none, a small one
+def test_narrow_passage(domain_rad):
     rc = RobotCollisionModel.from_urdf(ARM_2R)
     ch = CollisionChecker(rc, wall_scene())
     q0, q1 = np.array([0.9, 0.6]), np.array([-0.9, 0.6])
     assert ch.is_free(q0) and ch.is_free(q1)
     assert not ch.segment_free(q0, q1)
-    res = plan_path(ch, q0, q1, time_limit_s=10.0, seed=1)
+    res = plan_path(ch, q0, q1, time_limit_s=10.0, seed=1, dynamic_domain_rad=domain_rad)
     assert res.valid and res.success, res.message
     P = res.path
     assert np.array_equal(P[0], q0) and np.array_equal(P[-1], q1)
@@ -54,7 +55,7 @@ def test_narrow_passage():
     cross = np.nonzero(np.sign(tips[:-1, 1]) != np.sign(tips[1:, 1]))[0]
     assert len(cross) >= 1
     assert np.all((tips[cross, 0] > GAP[0]) & (tips[cross, 0] < GAP[1]))
-    again = plan_path(ch, q0, q1, time_limit_s=10.0, seed=1)
+    again = plan_path(ch, q0, q1, time_limit_s=10.0, seed=1, dynamic_domain_rad=domain_rad)
     assert np.array_equal(again.path, P)
 
 
