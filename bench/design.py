@@ -4,8 +4,8 @@
     python bench/design.py            # 1,000 random reachable targets per example
     python bench/design.py --quick    # 100 targets
 
-Per example (scara, dual_scara, delta, stewart, planar_cable): setup (parse + compile + home assembly, warm numba cache), FK
-time per call (passive joints solved from the home assembly), IK time per call and honest success (FK of the
+Per example (scara, dual_scara, delta, stewart, planar_cable): setup (parse + compile + home assembly, warm
+numba cache), FK time per call (passive joints solved from the home assembly), IK time per call and honest success (FK of the
 answer from the home assembly reaches the target within 1e-6 m / 1e-6 rad) by Levenberg-Marquardt and by cyclic
 coordinate descent, on random reachable targets (random actuator values within the limits whose FK closes, by
 default in the central 60 % of each range; position + orientation for the SCARA and the Stewart platform,

@@ -72,32 +72,34 @@ def frames(ep, eT, ety, eax, ev, q, Tf):
 
 
 @nb.njit(**_OPTS)
+def _rrt(Ra, Rb, i, j):
+    """(Ra Rb^T)[i, j] of the rotation blocks."""
+    return Ra[i, 0] * Rb[j, 0] + Ra[i, 1] * Rb[j, 1] + Ra[i, 2] * Rb[j, 2]
+
+
+@nb.njit(**_OPTS)
 def rot_log(Ra, Rb, out, o):
     """out[o:o+3] = log(Ra Rb^T) as a rotation vector (rad)."""
-    R = np.empty((3, 3))
-    for i in range(3):
-        for j in range(3):
-            s = 0.0
-            for k in range(3):
-                s += Ra[i, k] * Rb[j, k]
-            R[i, j] = s
-    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    R00, R11, R22 = _rrt(Ra, Rb, 0, 0), _rrt(Ra, Rb, 1, 1), _rrt(Ra, Rb, 2, 2)
+    tr = R00 + R11 + R22
     c = 0.5 * (tr - 1.0)
     if c > 1.0:
         c = 1.0
     if c < -1.0:
         c = -1.0
     th = math.acos(c)
-    vx, vy, vz = R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]
+    vx = _rrt(Ra, Rb, 2, 1) - _rrt(Ra, Rb, 1, 2)
+    vy = _rrt(Ra, Rb, 0, 2) - _rrt(Ra, Rb, 2, 0)
+    vz = _rrt(Ra, Rb, 1, 0) - _rrt(Ra, Rb, 0, 1)
     if th < 1e-7:
         f = 0.5
     elif th < math.pi - 1e-5:
         f = th / (2.0 * math.sin(th))
     else:
         # near pi: axis from the diagonal
-        ux = math.sqrt(max(0.0, 0.5 * (R[0, 0] + 1.0)))
-        uy = math.sqrt(max(0.0, 0.5 * (R[1, 1] + 1.0)))
-        uz = math.sqrt(max(0.0, 0.5 * (R[2, 2] + 1.0)))
+        ux = math.sqrt(max(0.0, 0.5 * (R00 + 1.0)))
+        uy = math.sqrt(max(0.0, 0.5 * (R11 + 1.0)))
+        uz = math.sqrt(max(0.0, 0.5 * (R22 + 1.0)))
         if vx < 0:
             ux = -ux
         if vy < 0:
@@ -199,6 +201,64 @@ def _bound(x, lo, hi, revolute):
 
 
 @nb.njit(**_OPTS)
+def _normal_equations(Jm, r, A, g, nz):
+    """A = Jm^T Jm and g = Jm^T r in place, skipping the zero entries of each row (loop-closure rows touch
+    only the joints of the two chains they join); nz is integer scratch of len(g)."""
+    rows, n = Jm.shape
+    for a in range(n):
+        g[a] = 0.0
+        for b in range(n):
+            A[a, b] = 0.0
+    for i in range(rows):
+        c = 0
+        for a in range(n):
+            if Jm[i, a] != 0.0:
+                nz[c] = a
+                c += 1
+        ri = r[i]
+        for x in range(c):
+            a = nz[x]
+            v = Jm[i, a]
+            g[a] += v * ri
+            for y in range(x, c):
+                A[a, nz[y]] += v * Jm[i, nz[y]]
+    for a in range(n):
+        for b in range(a):
+            A[a, b] = A[b, a]
+
+
+@nb.njit(**_OPTS)
+def _cholesky_solve(B, g, x):
+    """x = -B^-1 g for a symmetric positive definite B, overwritten by its lower Cholesky factor. Returns
+    False (x undefined) when B is not numerically positive definite."""
+    n = B.shape[0]
+    for j in range(n):
+        s = B[j, j]
+        for k in range(j):
+            s -= B[j, k] * B[j, k]
+        if not s > 0.0:
+            return False
+        d = math.sqrt(s)
+        B[j, j] = d
+        for i in range(j + 1, n):
+            s = B[i, j]
+            for k in range(j):
+                s -= B[i, k] * B[j, k]
+            B[i, j] = s / d
+    for i in range(n):
+        s = -g[i]
+        for k in range(i):
+            s -= B[i, k] * x[k]
+        x[i] = s / B[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= B[k, i] * x[k]
+        x[i] = s / B[i, i]
+    return True
+
+
+@nb.njit(**_OPTS)
 def solve_lm(ep, eT, ety, eax, ev, ev_elem, anc, welds, ee, Tt, wt, free, lo, hi, q, nrows, tol, max_iter):
     """Levenberg-Marquardt on q[free] (in place, clipped to [lo, hi]) until max |residual| <= tol
     (revolute angles wrapped by 2 pi into their range where possible).
@@ -221,20 +281,26 @@ def solve_lm(ep, eT, ety, eax, ev, ev_elem, anc, welds, ee, Tt, wt, free, lo, hi
         return _maxabs(r), 0
     need_j = True
     A = np.empty((n, n))
+    B = np.empty((n, n))
     g = np.empty(n)
+    dx = np.empty(n)
+    nz = np.empty(n, dtype=np.int64)
     while it < max_iter:
         if _maxabs(r) <= tol:
             break
         if need_j:
             jacobian(Tf, ety, eax, ev_elem, anc, welds, ee, wt, free, Jm)
-            A[:, :] = Jm.T @ Jm
-            g[:] = Jm.T @ r
+            _normal_equations(Jm, r, A, g, nz)
             need_j = False
         it += 1
-        B = A.copy()
+        B[:, :] = A
         for i in range(n):
             B[i, i] += lam * (A[i, i] + 1e-6)
-        dx = np.linalg.solve(B, -g)
+        if not _cholesky_solve(B, g, dx):
+            B[:, :] = A
+            for i in range(n):
+                B[i, i] += lam * (A[i, i] + 1e-6)
+            dx[:] = np.linalg.solve(B, -g)
         for k in range(n):
             v = free[k]
             qn[v] = _bound(q[v] + dx[k], lo[v], hi[v], ety[ev_elem[v]] == 1)
