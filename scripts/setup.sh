@@ -14,8 +14,12 @@
 #   4. pip install -e (no deps, no build isolation, editable_mode=compat) of every ament_python
 #      package, plus its data_files (ament index marker, package.xml) under .venv/share
 #   5. check that `import rclpy, manip_msgs.msg, manip_core` works in .venv
+#   6. scripts/warm_numba.py (two processes): numba compiles every cache=True kernel once into its on-disk
+#      cache, so that test and node processes load them instead of compiling (redone when a file of the
+#      packages that uses numba, the script or the requirements change; a failure only warns)
 # Environment: PYTHON (interpreter that creates the venv, default python3, must be 3.11),
-#              SETUP_JOBS (make -j, default 2), SETUP_VERBOSE=1 (show pip/cmake output), SETUP_FORCE=1.
+#              SETUP_JOBS (make -j, default 2), SETUP_VERBOSE=1 (show pip/cmake output), SETUP_FORCE=1,
+#              SETUP_WARM_NUMBA=0 (skip step 6).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -166,9 +170,35 @@ for p in "${THIRD_PARTY_MSGS[@]}"; do
     tp_key[$p]="$(printf '%s %s' "$req_key" "$(hash_files "${tp_files[@]}")" | sha256sum | cut -d' ' -f1)"
 done
 all_key="$(printf '%s %s %s %s' "$req_key" "$msgs_key" "${pkg_key[*]}" "${tp_key[*]}" | sha256sum | cut -d' ' -f1)"
+# numba's cache holds one entry per kernel source file (invalidated by that file's time stamp and size)
+mapfile -t numba_files < <(grep -rl --include='*.py' -e numba "${PACKAGES[@]}" \
+    | grep -v '/test/' | LC_ALL=C sort)
+numba_key="$(printf '%s %s' "$req_key" "$(hash_files scripts/warm_numba.py "${numba_files[@]}")" | sha256sum | cut -d' ' -f1)"
+
+# ---- 6. numba cache (after the venv is complete; called from the end and from the up-to-date exit) ----
+warm_numba_cache() {
+    if [ "${SETUP_WARM_NUMBA:-1}" = 0 ]; then log "numba cache: skipped (SETUP_WARM_NUMBA=0)"; return 0; fi
+    if stamp_ok numba "$numba_key"; then log "numba cache: up to date"; return 0; fi
+    log "compiling the numba kernels into their cache (scripts/warm_numba.py, two processes; minutes, once)"
+    mkdir -p "$BUILD/logs"
+    local t0=$SECONDS a b ok=1
+    "$PY" scripts/warm_numba.py --only core analysis >"$BUILD/logs/warm-numba-1.log" 2>&1 & a=$!
+    "$PY" scripts/warm_numba.py --only planning perception design control >"$BUILD/logs/warm-numba-2.log" 2>&1 & b=$!
+    wait "$a" || ok=0
+    wait "$b" || ok=0
+    if [ "$ok" = 1 ]; then
+        write_stamp numba "$numba_key"
+        log "numba cache: filled in $((SECONDS - t0))s"
+    else
+        tail -n 30 "$BUILD/logs/warm-numba-1.log" "$BUILD/logs/warm-numba-2.log" >&2
+        log "WARNING: scripts/warm_numba.py failed (logs: build/logs/warm-numba-*.log); the kernels it did not" \
+            "reach compile in the first process that calls them"
+    fi
+}
 
 site="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 if [ "$created" = 0 ] && stamp_ok verified "$all_key" && [ -d "$site/manip_msgs" ] && [ -d "$site/control_msgs" ]; then
+    warm_numba_cache
     log "nothing to do: .venv is up to date (requirements, manip_msgs, ${#PACKAGES[@]} packages; --force redoes everything)"
     exit 0
 fi
@@ -279,4 +309,5 @@ for name in sys.argv[1:]:
 EOF
 [ -x "$VENV/bin/manip-model" ] || die ".venv/bin/manip-model was not created by the editable install of manip_core"
 write_stamp verified "$all_key"
+warm_numba_cache
 log "done in ${SECONDS}s: .venv is ready (make test, make demo)"
