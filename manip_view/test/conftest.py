@@ -25,14 +25,15 @@ def chromium():
 class RosGraph:
     """Node processes (``python -m <module> --ros-args -p urdf_path:=<urdf> -p k:=v ...``) on one random
     ROS_DOMAIN_ID (100-200, localhost discovery), their output in ``log_dir/<module>.log``, and the test's own
-    rclpy node (``node``, its own Context) spun by a 2-thread executor on a thread of its own (a blocking callback,
-    e.g. an action server's, leaves the other one running); its publishers, subscriptions, timers and servers
-    may be created at any time. ``stop()`` (also at teardown) ends both and returns the
+    rclpy node (``node``, its own Context) spun by a SingleThreadedExecutor on a thread of its own (rclpy's
+    multi-threaded one fell behind a 250 Hz controller_state on this loaded machine; an action server's execute
+    callback that waits is a coroutine); its publishers, subscriptions, timers and servers may be created at any
+    time. ``stop()`` (also at teardown) ends both and returns the
     processes' outputs; ``returncodes`` then holds their exit codes."""
 
     def __init__(self, nodes, urdf, log_dir, name="manip_view_test"):
         import rclpy
-        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.executors import SingleThreadedExecutor
 
         self.domain = random.randint(100, 200)
         self.env = dict(os.environ, ROS_DOMAIN_ID=str(self.domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
@@ -51,7 +52,7 @@ class RosGraph:
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=self.domain)
         self.node = rclpy.create_node(name, context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         threading.Thread(target=self.executor.spin, daemon=True).start()
 

@@ -179,7 +179,7 @@ def test_live_viewer_on_the_ros_graph_draws_joint_states_sends_short_moves_and_p
     (the test's action server receives it), and Stop cancels that running goal (the page shows the outcome) and
     publishes the empty trajectory (the controller holds where the arm is)."""
     from rclpy.action import ActionServer, CancelResponse
-    from rclpy.callback_groups import ReentrantCallbackGroup
+    from rclpy.task import Future
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory
 
@@ -193,16 +193,19 @@ def test_live_viewer_on_the_ros_graph_draws_joint_states_sends_short_moves_and_p
     pub = node.create_publisher(JointState, "joint_states", 10)
     scene = RobotScene(*load_robot("ur5"))
 
-    def pick_place(handle):  # stands where the pick_place node would: runs until the page's Stop cancels it
+    canceled = Future()
+
+    def on_cancel(_):
+        canceled.set_result(True)
+        return CancelResponse.ACCEPT
+
+    async def pick_place(handle):  # stands where the pick_place node would: runs until the page's Stop cancels it
         goals.append(handle.request)
-        deadline = time.monotonic() + 60
-        while not handle.is_cancel_requested and time.monotonic() < deadline:
-            time.sleep(0.05)
-        handle.canceled() if handle.is_cancel_requested else handle.abort()
+        await canceled
+        handle.canceled()
         return PickPlace.Result(error_code=PickPlace.Result.CANCELED, message="canceled by the page's Stop")
 
-    server = ActionServer(node, PickPlace, "pick_place", pick_place, callback_group=ReentrantCallbackGroup(),
-                          cancel_callback=lambda _: CancelResponse.ACCEPT)
+    server = ActionServer(node, PickPlace, "pick_place", pick_place, cancel_callback=on_cancel)
 
     def publish():
         msg = JointState(name=list(scene.robot.joint_names), position=list(Q0))
