@@ -170,5 +170,7 @@ def test_time_limit_is_honoured_on_an_impossible_problem():
     ch = CollisionChecker(rc, PlanningScene([Shape("box", (1.0, 0.01, 0.1))]))
     RRTConnect(ch).solve([0.9, 0.6], [-0.9, 0.6], time_limit_s=0.01)   # numba compiles on first use
     t = RRTConnect(ch).solve([0.9, 0.6], [-0.9, 0.6], time_limit_s=0.3, seed=0)
-    assert not t.success and t.time_s < 0.3 + 0.2
+    # the search has no iteration cap, so a limit that is not honoured never returns; the slack is for a
+    # loaded machine, where one batch of extensions between deadline checks can take a few hundred ms
+    assert not t.success and 0.3 <= t.time_s < 0.3 + 1.0
     assert math.isfinite(t.time_s)
