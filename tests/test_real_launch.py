@@ -21,6 +21,7 @@ import random
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -88,6 +89,21 @@ def _settled_children(launch_pid, timeout=30.0):
     return seen
 
 
+def _launch_race(log_path):
+    """True when launch hangs after every node it started has finished cleanly and it still escalates to
+    SIGTERM/SIGKILL for one of those finished processes: seen once in CI with two Ctrl-C (Jazzy launch; the
+    shutdown timers of a process that exits within ~0.1 s of the first SIGINT are not cancelled, cf.
+    ros2/launch#207). The nodes did what the contract asks; the test says so on stderr and goes on."""
+    text = Path(log_path).read_text(errors="replace")
+    started = re.findall(r"\[(\S+?-\d+)\]: process started with pid", text)
+    finished = set(re.findall(r"\[(\S+?-\d+)\]: process has finished cleanly", text))
+    race = bool(started) and set(started) <= finished and "failed to terminate" in text
+    if race:
+        print(f"real launch hung after all {len(started)} nodes finished cleanly (launch's shutdown-timer race, "
+              f"log {log_path})", file=sys.stderr)
+    return race
+
+
 def _started_pids(log_path):
     text = Path(log_path).read_text(errors="replace")
     return [int(pid) for pid in re.findall(r"\]: process started with pid \[(\d+)\]", text)]
@@ -120,7 +136,12 @@ def stop_cycle(tool, delay_s, how, log_path, after_nodes=True):
             if how == "ctrl_c_twice":
                 time.sleep(0.5)
                 os.killpg(p.pid, signal.SIGINT)
-            code = p.wait(timeout=60)
+            try:
+                code = p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                if not _launch_race(log_path):
+                    raise
+                code = None  # launch's own race (below): the nodes are checked as in any other cycle
         finally:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)

@@ -49,3 +49,35 @@ def test_a_node_stuck_after_the_stop_signal_exits_after_the_grace_period_and_say
     assert "still running 1.5 s after the stop signal" in p.stderr
     assert 'File "<string>", line 8' in p.stderr  # the stack of the stuck main thread
     assert elapsed >= 1.5
+
+
+IN_CALLBACK = textwrap.dedent("""
+    import os, signal, sys, time
+    import llvmlite
+    from manip_core.ros import node_main
+    node_main.install_stop_handlers()
+    # code that C calls back into (llvmlite's object-cache callback while numba compiles): the signal arrives
+    # there; raising would print "Exception ignored ... Traceback" and be lost
+    callback_file = os.path.join(os.path.dirname(llvmlite.__file__), "binding", "executionengine.py")
+    callback = compile("os.kill(os.getpid(), signal.SIGTERM)\\nfor _ in range(2000):\\n    time.sleep(0.0001)\\n",
+                       callback_file, "exec")
+    t0 = time.monotonic()
+    try:
+        with node_main.interruptible_startup():
+            exec(callback, globals())   # returns normally: the interruption is deferred
+            print("callback returned", flush=True)
+            while time.monotonic() - t0 < 5:
+                time.sleep(0.001)
+            print("not interrupted", flush=True)
+    except node_main.StartupInterrupted as e:
+        print(f"interrupted after the callback: {e}", flush=True)
+        sys.exit(0)
+    sys.exit(3)
+""")
+
+
+def test_a_signal_inside_a_c_callback_interrupts_the_start_up_once_the_callback_returned():
+    p = subprocess.run([sys.executable, "-c", IN_CALLBACK], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "callback returned" in p.stdout and "interrupted after the callback: SIGTERM" in p.stdout, p.stdout
+    assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr

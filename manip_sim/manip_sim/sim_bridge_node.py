@@ -141,8 +141,11 @@ class SimBridge(Node):
             right_frame_id=p["right_camera_frame"] or right_frame_name(p["camera_frame"]))
 
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
-        self.pub_clock = self.create_publisher(Clock, "/clock", reliable)
-        self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
+        # /clock and joint_states keep one second at 250 Hz for reliable retransmission: with 10, a recorder
+        # (manip-bag record) that falls behind on a loaded machine lost a third of them
+        stream = QoSProfile(depth=250, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+        self.pub_clock = self.create_publisher(Clock, "/clock", stream)
+        self.pub_joints = self.create_publisher(JointState, "joint_states", stream)
         self.pub_objects = self.create_publisher(SceneObjectArray, "sim/objects", reliable)
         self.pub_images = [self.create_publisher(Image, f"stereo/{s}/image_rect", qos_profile_sensor_data)
                            for s in ("left", "right")]

@@ -60,14 +60,48 @@ def _watchdog():
     os._exit(0)
 
 
+# Python code that C calls back (ctypes callbacks): an exception raised there does not propagate, Python prints
+# "Exception ignored ... Traceback" and the C caller goes on. numba's compiler (llvmlite's object-cache
+# callbacks) is such code, and it runs while a node with a cold numba cache starts (a colcon install's first run).
+_CALLBACK_DIRS = (os.sep + "llvmlite" + os.sep,)
+DEFER_S = 0.02  # s between retries of a start-up interruption that arrived inside such a callback
+_pending = [None]
+
+
+def _in_callback(frame):
+    while frame is not None:
+        if any(d in frame.f_code.co_filename for d in _CALLBACK_DIRS):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _interrupt(name, frame):
+    """Raise StartupInterrupted in the main thread, or, inside a C callback where it would be lost with a
+    traceback, DEFER_S later (SIGALRM) until the main thread is back in plain Python code."""
+    if not _interrupt_startup[0]:
+        return
+    if _in_callback(frame):
+        _pending[0] = name
+        signal.signal(signal.SIGALRM, _retry)
+        signal.setitimer(signal.ITIMER_REAL, DEFER_S)
+        return
+    _interrupt_startup[0] = False  # once
+    _pending[0] = None
+    raise StartupInterrupted(name)
+
+
+def _retry(signum, frame):
+    if _pending[0] is not None:
+        _interrupt(_pending[0], frame)
+
+
 def _handler(signum, frame):
     _received.append(signum)
     if not _stop.is_set():
         threading.Thread(target=_watchdog, name="stop_watchdog", daemon=True).start()
     _stop.set()
-    if _interrupt_startup[0]:
-        _interrupt_startup[0] = False  # once
-        raise StartupInterrupted(signal.Signals(signum).name)
+    _interrupt(signal.Signals(signum).name, frame)
 
 
 @contextlib.contextmanager
@@ -81,6 +115,9 @@ def interruptible_startup():
         yield
     finally:
         _interrupt_startup[0] = False
+        if _pending[0] is not None and threading.current_thread() is threading.main_thread():
+            signal.setitimer(signal.ITIMER_REAL, 0.0)
+            _pending[0] = None
 
 
 def install_stop_handlers():
