@@ -10,6 +10,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 from hypothesis import HealthCheck, Phase, settings
 
 # Examples per property: MANIP_FUZZ_EXAMPLES when set; else 10 in `make test` (slow tests deselected) and 100 when
@@ -148,3 +149,44 @@ class RobustnessTable:
 
 
 _TABLE = RobustnessTable()
+
+
+class LimitMonitor:
+    """The fault tests' watch on what reaches the arm (issue 12 item 3): every effort command must be finite and
+    within the robot's effort limits; every joint_states message finite, within the joint limits (1e-3 rad
+    slack) and without a jump (a joint faster than 1.5x its velocity limit between two messages by more than
+    0.01 rad). Subscribe ``on_effort`` and ``on_joint_states``; ``violations`` lists what broke a rule."""
+
+    def __init__(self, robot):
+        self.robot = robot
+        self.vmax, self.tau_max = np.asarray(robot.velocity_limits), np.asarray(robot.effort_limits)
+        self.violations, self.efforts, self.states = [], 0, 0
+        self.max_rate = 0.0  # largest |dq|/dt over the velocity limit seen
+        self.last = None     # (stamp s, q) of the last valid joint_states
+
+    def on_effort(self, msg):
+        tau = np.asarray(msg.data)
+        self.efforts += 1
+        if (tau.shape != self.tau_max.shape or not np.all(np.isfinite(tau))
+                or np.any(np.abs(tau) > self.tau_max + 1e-9)):
+            self.violations.append(("effort", tau.tolist()))
+
+    def on_joint_states(self, msg):
+        """Checks the message; returns its positions when they are finite and of the robot's size, else None."""
+        q = np.asarray(msg.position)
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        self.states += 1
+        if q.shape != self.vmax.shape or not np.all(np.isfinite(q)):
+            self.violations.append(("joint_states", q.tolist()))
+            return None
+        r = self.robot
+        if not (np.all(q >= r.joint_lower - 1e-3) and np.all(q <= r.joint_upper + 1e-3)):
+            self.violations.append(("beyond the joint limits", q.tolist()))
+        if self.last is not None and t > self.last[0]:
+            dt = t - self.last[0]
+            rate = float(np.max(np.abs(q - self.last[1]) / (self.vmax * dt)))
+            self.max_rate = max(self.max_rate, rate)
+            if rate > 1.5 and np.max(np.abs(q - self.last[1])) > 0.01:
+                self.violations.append(("jump", dt, (q - self.last[1]).tolist()))
+        self.last = (t, q)
+        return q

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fuzz_support import LimitMonitor
 from manip_core import RobotModel
 
 pytest.importorskip("pybullet")
@@ -35,40 +36,6 @@ PARAMS = {
     "model_server": MODEL,
     "pick_place": MODEL,
 }
-
-
-class Monitor:
-    def __init__(self):
-        self.last = None
-        self.violations = []
-        self.efforts = 0
-        self.states = 0
-        self.max_rate = 0.0  # largest |dq|/dt over the velocity limit seen
-        self.vmax = np.asarray(UR5.velocity_limits)
-        self.tau_max = np.asarray(UR5.effort_limits)
-
-    def on_effort(self, msg):
-        tau = np.asarray(msg.data)
-        self.efforts += 1
-        if tau.shape != (6,) or not np.all(np.isfinite(tau)) or np.any(np.abs(tau) > self.tau_max + 1e-9):
-            self.violations.append(("effort", tau.tolist()))
-
-    def on_joint_states(self, msg):
-        q = np.asarray(msg.position)
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        self.states += 1
-        if q.shape != (6,) or not np.all(np.isfinite(q)):
-            self.violations.append(("joint_states", q.tolist()))
-            return
-        if not (np.all(q >= UR5.joint_lower - 1e-3) and np.all(q <= UR5.joint_upper + 1e-3)):
-            self.violations.append(("beyond the joint limits", q.tolist()))
-        if self.last is not None and t > self.last[0]:
-            dt = t - self.last[0]
-            rate = float(np.max(np.abs(q - self.last[1]) / (self.vmax * dt)))
-            self.max_rate = max(self.max_rate, rate)
-            if rate > 1.5 and np.max(np.abs(q - self.last[1])) > 0.01:
-                self.violations.append(("jump", dt, (q - self.last[1]).tolist()))
-        self.last = (t, q)
 
 
 def _goal(pick, place):
@@ -120,7 +87,7 @@ def test_kill9_controller_and_planner_during_pick_place(node_procs, ros_client, 
     client = ros_client
     node = client.node
     procs = {name: node_procs(name, params) for name, params in PARAMS.items()}
-    mon = Monitor()
+    mon = LimitMonitor(UR5)
     truth = {}
     node.create_subscription(Float64MultiArray, "effort_controller/commands", mon.on_effort, 100)
     node.create_subscription(JointState, "joint_states", mon.on_joint_states, 100)

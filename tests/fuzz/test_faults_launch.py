@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fuzz_support import LimitMonitor
 from manip_core import RobotModel
 
 pytest.importorskip("pybullet")
@@ -66,41 +67,26 @@ LAUNCH = f"""<launch>
 """
 
 
-class Monitor:
+class Monitor(LimitMonitor):
+    """LimitMonitor, plus the measured state, the drift since ``q_ref`` and the time of the last effort."""
+
     def __init__(self):
-        self.violations, self.efforts, self.states, self.max_rate = [], 0, 0, 0.0
-        self.last = None
+        super().__init__(UR5)
         self.q = self.qd = None
         self.drift, self.q_ref = None, None   # largest |q - q_ref| since q_ref was set (rad)
-        self.vmax, self.tau_max = np.asarray(UR5.velocity_limits), np.asarray(UR5.effort_limits)
         self.last_effort_wall = 0.0
 
     def on_effort(self, msg):
-        tau = np.asarray(msg.data)
-        self.efforts += 1
         self.last_effort_wall = time.monotonic()
-        if tau.shape != (6,) or not np.all(np.isfinite(tau)) or np.any(np.abs(tau) > self.tau_max + 1e-9):
-            self.violations.append(("effort", tau.tolist()))
+        super().on_effort(msg)
 
     def on_joint_states(self, msg):
-        q = np.asarray(msg.position)
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        self.states += 1
-        if q.shape != (6,) or not np.all(np.isfinite(q)):
-            self.violations.append(("joint_states", q.tolist()))
+        q = super().on_joint_states(msg)
+        if q is None:
             return
         self.q, self.qd = q, np.asarray(msg.velocity) if len(msg.velocity) == 6 else None
         if self.q_ref is not None:
             self.drift = max(self.drift or 0.0, float(np.max(np.abs(q - self.q_ref))))
-        if not (np.all(q >= UR5.joint_lower - 1e-3) and np.all(q <= UR5.joint_upper + 1e-3)):
-            self.violations.append(("beyond the joint limits", q.tolist()))
-        if self.last is not None and t > self.last[0]:
-            dt = t - self.last[0]
-            rate = float(np.max(np.abs(q - self.last[1]) / (self.vmax * dt)))
-            self.max_rate = max(self.max_rate, rate)
-            if rate > 1.5 and np.max(np.abs(q - self.last[1])) > 0.01:
-                self.violations.append(("jump", dt, (q - self.last[1]).tolist()))
-        self.last = (t, q)
 
 
 def _goal(q0, dq, duration):
