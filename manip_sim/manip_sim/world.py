@@ -281,6 +281,27 @@ def load_robot(pb, client, urdf_file, world_T_base, base_link):
     return rid, joints, links
 
 
+def follower_joints(tree_joints, actuated, others):
+    """How each moving, non-actuated joint of ``others`` moves, as manip_core's compiled model has it:
+    {name: (actuated joint name, multiplier, offset)} for a mimic (chain) of an actuated joint, q = multiplier *
+    q_actuated + offset; {name: (None, 0.0, value)} for one welded at a fixed value (0, or the value its mimic
+    chain gives from a welded joint). tree_joints: {name: manip_core.tree.Joint}; the model has already
+    refused mimic cycles."""
+    actuated = set(actuated)
+    out = {}
+    for name in others:
+        multiplier, offset, j, seen = 1.0, 0.0, tree_joints.get(name), {name}
+        while j is not None and j.mimic is not None and j.mimic.joint not in actuated and j.mimic.joint not in seen:
+            multiplier, offset = multiplier * j.mimic.multiplier, multiplier * j.mimic.offset + offset
+            seen.add(j.mimic.joint)
+            j = tree_joints.get(j.mimic.joint)
+        if j is not None and j.mimic is not None and j.mimic.joint in actuated:
+            out[name] = (j.mimic.joint, multiplier * j.mimic.multiplier, multiplier * j.mimic.offset + offset)
+        else:   # the end of the chain is welded at 0: q = multiplier * 0 + offset
+            out[name] = (None, 0.0, offset)
+    return out
+
+
 def surface_distance(point, body, position, orientation_xyzw):
     """Distance (m) from a point to the surface of a body (0 inside); all in one frame."""
     local = quat_to_matrix(orientation_xyzw).T @ (np.asarray(point) - np.asarray(position))
@@ -372,33 +393,45 @@ class World:
 
     # ---------------------------------------------------------------------------------- internals
     def _hold_off_chain_joints(self):
-        """Moving joints outside the base -> tip chain (fingers, a second arm...): manip_core's model welds them
-        at 0, so the simulator holds them there (position control, their URDF effort limit as force) instead of
-        leaving them limp. A mimic joint of a chain joint cannot be coupled here: one warning names it."""
+        """Moving joints that are not actuated, as manip_core's model has them (manip_core.compile): a mimic joint
+        of an actuated joint (on the chain or off it) follows it, q = multiplier * q_master + offset, through a
+        PyBullet gear constraint (the coupled dynamics the model has: tau = A^T tau_phys); every other one
+        (fingers, a second arm...) is welded in the model at 0, or at its mimic value, and held there (position
+        control, its URDF effort limit as force) instead of left limp."""
         pb, c = self._pb, self.client
         tree_joints = getattr(getattr(self.model, "tree", None), "joints", {}) or {}
-        chain = set(self.joint_names)
-        held, forces, uncoupled = [], [], []
+        names = {i: pb.getJointInfo(self.robot, i, physicsClientId=c)[1].decode() for i in self._all_movable}
+        follow = follower_joints(tree_joints, self.joint_names, [names[i] for i in self._all_movable
+                                                                  if i not in self._idx])
+        held, targets, forces, coupled = [], [], [], []
+        self._followers = []    # (joint index, actuated index k, multiplier, offset)
         for i in self._all_movable:
             if i in self._idx:
                 continue
-            info = pb.getJointInfo(self.robot, i, physicsClientId=c)
-            name = info[1].decode()
-            mimic = getattr(tree_joints.get(name), "mimic", None)
-            if mimic is not None and mimic.joint in chain:
-                uncoupled.append(f"{name} (mimics {mimic.joint})")
-            held.append(i)
-            forces.append(float(info[10]) if info[10] and info[10] > 0 else _UNLIMITED_EFFORT)
-            pb.resetJointState(self.robot, i, 0.0, 0.0, physicsClientId=c)
+            master, multiplier, offset = follow[names[i]]
+            if master is None:
+                info = pb.getJointInfo(self.robot, i, physicsClientId=c)
+                held.append(i)
+                targets.append(offset)
+                forces.append(float(info[10]) if info[10] and info[10] > 0 else _UNLIMITED_EFFORT)
+                pb.resetJointState(self.robot, i, offset, 0.0, physicsClientId=c)
+                continue
+            k = self.joint_names.index(master)
+            # gear row: q_i + ratio * q_master = target, i.e. q_i = multiplier * q_master + offset
+            cid = pb.createConstraint(self.robot, i, self.robot, self._idx[k], pb.JOINT_GEAR, [0, 0, 1], [0, 0, 0],
+                                      [0, 0, 0], physicsClientId=c)
+            pb.changeConstraint(cid, gearRatio=-multiplier, relativePositionTarget=offset, erp=0.2,
+                                maxForce=_UNLIMITED_EFFORT, physicsClientId=c)
+            self._followers.append((i, k, multiplier, offset))
+            coupled.append(f"{names[i]} = {multiplier:g} * {master} + {offset:g}")
         if held:
-            pb.setJointMotorControlArray(self.robot, held, pb.POSITION_CONTROL, targetPositions=[0.0] * len(held),
+            pb.setJointMotorControlArray(self.robot, held, pb.POSITION_CONTROL, targetPositions=targets,
                                          forces=forces, physicsClientId=c)
-            names = [pb.getJointInfo(self.robot, i, physicsClientId=c)[1].decode() for i in held]
             self._on_event(logging.INFO, f"joints outside the {self.base_link} -> {self.tip_link} chain held at 0 "
-                                         f"(welded in the model): {', '.join(names)}")
-        if uncoupled:
-            self._on_event(logging.WARNING, f"mimic joints of chain joints held at 0, not coupled: "
-                                            f"{', '.join(uncoupled)}")
+                                         f"or their mimic value (welded in the model): "
+                                         f"{', '.join(names[i] for i in held)}")
+        if coupled:
+            self._on_event(logging.INFO, f"mimic joints coupled to the actuated joints: {'; '.join(coupled)}")
 
     def _disable_motors(self, indices):
         self._pb.setJointMotorControlArray(self.robot, list(indices), self._pb.VELOCITY_CONTROL,
@@ -495,6 +528,9 @@ class World:
         qd = np.zeros(self.dof) if velocities is None else self._vector(velocities, "joint velocities")
         for i, idx in enumerate(self._idx):
             self._pb.resetJointState(self.robot, idx, q[i], qd[i], physicsClientId=self.client)
+        for idx, k, multiplier, offset in self._followers:
+            self._pb.resetJointState(self.robot, idx, multiplier * q[k] + offset, multiplier * qd[k],
+                                     physicsClientId=self.client)
         self._q_target = q.copy()
 
     # -------------------------------------------------------------------------------------- stepping

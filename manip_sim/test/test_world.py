@@ -264,3 +264,97 @@ def test_root_link_with_an_offset_inertial_frame_is_placed_by_its_link_frame(sce
         assert np.allclose(w.link_pose("base_link"), np.eye(4), atol=1e-6)
         for link in ("forearm_link", "tool0"):
             assert np.allclose(w.link_pose(link), w.model.fk(Q_TEST, link), rtol=0, atol=1e-6), link
+
+
+MIMIC_URDF = """<robot name="mimic_arm">
+  <link name="base"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><origin xyz="0 0 0.1"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="80" velocity="2"/></joint>
+  <link name="l1"><inertial><origin xyz="0.15 0 0"/><mass value="1.2"/>
+    <inertia ixx="0.002" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.3 0 0"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="80" velocity="2"/>
+    <mimic joint="j1" multiplier="-0.5" offset="0.3"/></joint>
+  <link name="l2"><inertial><origin xyz="0.12 0 0.01"/><mass value="0.8"/>
+    <inertia ixx="0.001" iyy="0.006" izz="0.006" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j3" type="revolute"><parent link="l2"/><child link="l3"/><origin xyz="0.25 0 0"/>
+    <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="40" velocity="2"/></joint>
+  <link name="l3"><inertial><origin xyz="0.05 0 0"/><mass value="0.4"/>
+    <inertia ixx="0.0005" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="tip_joint" type="fixed"><parent link="l3"/><child link="tip"/><origin xyz="0.1 0 0"/></joint>
+  <link name="tip"/>
+  <joint name="finger_a" type="prismatic"><parent link="l3"/><child link="fa"/><origin xyz="0.1 0.02 0"/>
+    <axis xyz="0 1 0"/><limit lower="0" upper="0.04" effort="20" velocity="0.1"/></joint>
+  <link name="fa"><inertial><mass value="0.02"/><inertia ixx="1e-6" iyy="1e-6" izz="1e-6" ixy="0" ixz="0" iyz="0"/>
+    </inertial></link>
+  <joint name="finger_b" type="prismatic"><parent link="l3"/><child link="fb"/><origin xyz="0.1 -0.02 0"/>
+    <axis xyz="0 -1 0"/><limit lower="0" upper="0.04" effort="20" velocity="0.1"/>
+    <mimic joint="finger_a" multiplier="1" offset="0.01"/></joint>
+  <link name="fb"><inertial><mass value="0.02"/><inertia ixx="1e-6" iyy="1e-6" izz="1e-6" ixy="0" ixz="0" iyz="0"/>
+    </inertial></link>
+  <joint name="wrist_mimic" type="revolute"><parent link="l3"/><child link="wm"/><origin xyz="0.05 0 0.03"/>
+    <axis xyz="1 0 0"/><limit lower="-6" upper="6" effort="5" velocity="2"/>
+    <mimic joint="j3" multiplier="2.0" offset="-0.1"/></joint>
+  <link name="wm"><inertial><mass value="0.05"/><inertia ixx="1e-5" iyy="1e-5" izz="1e-5" ixy="0" ixz="0" iyz="0"/>
+    </inertial></link>
+</robot>
+"""
+
+
+def test_mimic_joints_follow_their_master_as_urdf_mimic_says(tmp_path):
+    """URDF <mimic>: q = multiplier * q_master + offset. A mimic joint on the chain (j2 of j1) and one off it (a
+    wrist joint of j3) are coupled in PyBullet (gear constraints), as manip_core's model couples them; a mimic of
+    a welded finger is held at its mimic value (offset). Oracles: the mimic formula on PyBullet's own joint
+    values, manip_core's forward kinematics of the tip and of the off-chain link, and its gravity torques, which
+    must hold the coupled arm still (the model's dynamics with the mimic coupling are PyBullet's)."""
+    from manip_sim.scene import parse_scene
+    from manip_sim.world import follower_joints
+    urdf = tmp_path / "mimic_arm.urdf"
+    urdf.write_text(MIMIC_URDF)
+    events = []
+    w = World(parse_scene({"robot": {"urdf": str(urdf), "base_link": "base", "tip_link": "tip",
+                                     "initial_positions": [0.4, -0.3]}}),
+              command_timeout=0.0, on_event=lambda level, text: events.append(text))
+    try:
+        pb, c = w._pb, w.client
+        assert w.joint_names == ["j1", "j3"]
+        assert any("coupled" in e and "j2 = -0.5 * j1 + 0.3" in e and "wrist_mimic = 2 * j3 + -0.1" in e
+                   for e in events), events
+        idx = {pb.getJointInfo(w.robot, i, physicsClientId=c)[1].decode(): i
+               for i in range(pb.getNumJoints(w.robot, physicsClientId=c))}
+
+        def joint(name):
+            return pb.getJointState(w.robot, idx[name], physicsClientId=c)[0]
+
+        def check(q, atol):
+            assert abs(joint("j2") - (-0.5 * q[0] + 0.3)) < atol
+            assert abs(joint("wrist_mimic") - (2.0 * q[1] - 0.1)) < atol
+            assert abs(joint("finger_a")) < atol and abs(joint("finger_b") - 0.01) < atol
+            assert np.allclose(w.tool_pose(), w.model.fk(q), atol=atol)
+            assert np.allclose(w.link_pose("wm"), w.model.fk(q, "wm"), atol=atol)
+
+        check(w.joint_state().positions, 1e-6)            # the start: set by set_joint_positions
+        w.set_joint_positions([-0.7, 1.1])
+        check(np.array([-0.7, 1.1]), 1e-6)
+        q0 = w.joint_state().positions
+        for _ in range(500):                              # 1 s held by the model's gravity torques
+            w.apply_efforts(w.model.gravity_torques(w.joint_state().positions))
+            w.step()
+        assert np.abs(w.joint_state().positions - q0).max() < 2e-3, w.joint_state().positions - q0
+        for k in range(1000):                             # then driven: the mimic joints follow throughout
+            js = w.joint_state()      # j1 pushed by +-1.5 N*m, j3 pulled towards 0.6 rad by a PD (N*m)
+            push = np.array([1.5 if k < 500 else -1.5, 0.2 * (0.6 - js.positions[1]) - 0.02 * js.velocities[1]])
+            w.apply_efforts(w.model.gravity_torques(js.positions) + push)
+            w.step()
+            if k % 50 == 0:
+                check(w.joint_state().positions, 2e-4)
+        assert np.abs(w.joint_state().positions - q0).max() > 0.1          # it moved
+    finally:
+        w.close()
+    # the follower rule itself: a chain of mimics composes, a mimic of a welded joint sits at its offset
+    from manip_core.tree import Joint, Mimic
+    J = {"a": Joint("a", "revolute", "p", "c"), "b": Joint("b", "revolute", "p", "c", mimic=Mimic("a", 2.0, 0.1)),
+         "c": Joint("c", "revolute", "p", "c", mimic=Mimic("b", -3.0, 0.5)), "w": Joint("w", "revolute", "p", "c"),
+         "x": Joint("x", "revolute", "p", "c", mimic=Mimic("w", 4.0, 0.2))}
+    assert follower_joints(J, ["a"], ["b", "c", "w", "x"]) == {
+        "b": ("a", 2.0, 0.1), "c": ("a", -6.0, -3.0 * 0.1 + 0.5), "w": (None, 0.0, 0.0), "x": (None, 0.0, 0.2)}
