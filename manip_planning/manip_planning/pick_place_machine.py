@@ -36,8 +36,19 @@ Injected callables:
                  end of a task that holds nothing
   on_progress(phase, progress 0..1, message) (optional)
   clock() -> seconds (default time.monotonic)
+  tip_pose(q) -> (4, 4) tip pose in the base frame (optional): for the lift of an object held from an earlier
+                 task (below)
 A failed execution is re-planned from the current joints and retried ``execution_retries`` times (default
 1: transient controller aborts, e.g. joint_states briefly late on a loaded machine).
+
+An object still held from an earlier task (``run(goal, held=HeldObject)``): a task that fails after its grasp
+(the planner or the controller died, a cancel) leaves the object in the gripper, and a new pick would fail on
+the gripper ("already holding"). The caller passes what is held (``held_object`` of the failed task's machine)
+to the next task, which then places it instead of picking: ABOVE_PLACE (first a straight lift of
+``approach_height`` from where the arm stopped, with the object attached to the tip in the plan, since it may
+still touch the table; a lift the planner refuses is skipped and said in the result), PLACE (descend, release,
+retreat), HOME (``config.home``, or when None where the lift ended). The goal's pick pose is not used; a goal for
+another object is refused (INVALID_GOAL) naming the held one, since the gripper cannot take a second object.
 Cancel: ``cancel()`` from any thread; checked before every step (an execute callable should also return
 early when ``cancel_requested`` becomes true).
 """
@@ -79,6 +90,15 @@ class PickPlaceGoal:
     object_name: str = ""
     approach_height: float = 0.0
     avoid_obstacles: bool = True
+
+
+@dataclass
+class HeldObject:
+    """What the gripper still holds after a task that ended after its grasp: the object's name and its box in the
+    tip frame (a Shape measured at the grasp; None when the object's size was not perceived)."""
+
+    name: str
+    shape: Shape = None
 
 
 @dataclass
@@ -150,8 +170,9 @@ class PickPlaceMachine:
     """See module doc."""
 
     def __init__(self, *, plan, execute, grasp, current_joints, solve_ik, config, obstacles=None,
-                 on_progress=None, clock=time.monotonic, announce=None):
+                 on_progress=None, clock=time.monotonic, announce=None, tip_pose=None):
         self._announce = announce
+        self._tip_pose = tip_pose
         self._plan = plan
         self._execute = execute
         self._grasp = grasp
@@ -167,6 +188,7 @@ class PickPlaceMachine:
         self.holding_last = ""
         self.solutions = {}
         self.retries = []
+        self.notes = []
         self.home = None
         self.object_box = None
         self._allowed, self._attached = {}, None
@@ -179,15 +201,22 @@ class PickPlaceMachine:
     def cancel_requested(self):
         return self._cancel.is_set()
 
-    def run(self, goal):
-        """Run the whole task; returns a PickPlaceOutcome (never raises for task failures)."""
+    @property
+    def held_object(self):
+        """HeldObject when the gripper holds the object after run() (a task that failed after its grasp), else None."""
+        return HeldObject(self.holding, self._attached) if self.holding else None
+
+    def run(self, goal, held=None):
+        """Run the whole task; returns a PickPlaceOutcome (never raises for task failures). held: a HeldObject
+        still in the gripper from an earlier task: this task places it instead of picking (module doc)."""
         self._cancel.clear()
-        self.retries = []
+        self.holding = held.name if held is not None else ""
+        self.retries, self.notes = [], []
         self._names, self._durations = [], []
         self._phase_start = None
         self._done_steps = 0
         try:
-            plan = self._prepare(goal)
+            plan = self._prepare(goal, held)
             self._total_steps = sum(len(steps) for _, steps in plan)
             for phase, steps in plan:
                 self._begin(phase)
@@ -196,13 +225,19 @@ class PickPlaceMachine:
                     self._check_cancel()
                     if kind == "move":
                         self._move(*arg)
+                    elif kind == "lift":
+                        self._lift(arg)
                     else:
                         self._do_grasp(*arg)
                     self._done_steps += 1
                 self._end()
             self._tell("none", None)
             self._report("done", progress=1.0)
-            msg = "picked and placed" + (f" '{self.holding_last}'" if self.holding_last else "")
+            name = f" '{self.holding_last}'" if self.holding_last else ""
+            msg = (f"placed{name}, held from an earlier task (no pick)" if held is not None
+                   else f"picked and placed{name}")
+            if self.notes:
+                msg += f" ({'; '.join(self.notes)})"
             if self.retries:
                 msg += f" ({len(self.retries)} execution(s) retried: {'; '.join(self.retries)})"
             return PickPlaceOutcome(SUCCESSFUL, msg, self._names, self._durations)
@@ -216,7 +251,7 @@ class PickPlaceMachine:
             return PickPlaceOutcome(e.code, msg, self._names, self._durations)
 
     # ------------------------------------------------------------------------------------- checks
-    def _prepare(self, goal):
+    def _prepare(self, goal, held=None):
         cfg = self.config
         for name, T in (("pick_pose", goal.pick), ("place_pose", goal.place)):
             T = np.asarray(T, dtype=np.float64)
@@ -237,6 +272,8 @@ class PickPlaceMachine:
         if home.shape != np.shape(q_now) or not np.all(np.isfinite(home)):
             raise _Abort(INVALID_GOAL, f"home configuration has {home.size} values, the robot {np.size(q_now)}")
         self.home = home
+        if held is not None:
+            return self._prepare_held(goal, held, h, np.asarray(q_now, dtype=np.float64), home)
         sol, poses, failures = None, None, []
         yaws = tuple(cfg.grasp_yaw_offsets or (0.0,))
         for yaw in yaws:
@@ -286,6 +323,54 @@ class PickPlaceMachine:
             (HOME, [("move", ("joint", home, avoid, "place"), "back home")]),
         ]
 
+    def _prepare_held(self, goal, held, h, q_now, home):
+        """The steps of a task that starts with ``held`` in the gripper: lift, above the place, place, home."""
+        cfg = self.config
+        if goal.object_name and goal.object_name != held.name:
+            raise _Abort(INVALID_GOAL, f"the gripper still holds '{held.name}' from an earlier task; a goal for "
+                                       f"'{goal.object_name}' cannot pick with it held: send a goal for "
+                                       f"'{held.name}' (or an empty object_name), which places it at its place pose")
+        sol, poses, failures = None, None, []
+        yaws = tuple(cfg.grasp_yaw_offsets or (0.0,))
+        for yaw in yaws:
+            poses = self._poses(goal, h, yaw)
+            sol, failure = self._solve_all(poses, q_now, ("above_place", "place"))
+            if sol is not None:
+                break
+            failures.append(failure)
+        if sol is None:
+            raise _Abort(UNREACHABLE, failures[0] + (f" (also with the tool turned by {len(yaws) - 1} other yaw "
+                                                     f"offset(s))" if len(yaws) > 1 else ""))
+        self.grasp_yaw_offset = float(yaw)
+        self.solutions = sol
+        T_place, T_above_place = poses["place"], poses["above_place"]
+        self.object_box = None
+        if self._obstacles is not None:
+            self._check_place_free(list(self._obstacles() or []), np.asarray(goal.place)[:3, 3])
+        # the held object: attached to the tip in every plan, allowed at the place on the way back home
+        self._attached, self._allowed = held.shape, {}
+        if held.shape is not None:
+            T_obj = T_place @ held.shape.T
+            size = 2.0 * np.asarray(held.shape.dims) if held.shape.kind == "box" else \
+                np.full(3, 2.0 * held.shape.bounding_radius())
+            self._allowed = {"place": [Obstacle(T_obj[:3, 3], size)]}
+            self._tell("held", held.shape)
+        self.holding_last = held.name
+        avoid = bool(goal.avoid_obstacles)
+        steps = []
+        if self._tip_pose is not None:
+            T_up = np.asarray(self._tip_pose(q_now), dtype=np.float64).copy()
+            T_up[2, 3] += h
+            steps.append(("lift", T_up, f"lift the held '{held.name}'"))
+        return [
+            (ABOVE_PLACE, steps + [("move", ("pose", T_above_place, avoid, None), "over to above the place")]),
+            (PLACE, [("move", ("cartesian", T_place, False, None), "down to the place"),
+                     ("grasp", (False, held.name), "release"),
+                     ("move", ("cartesian", T_above_place, False, "place"), "retreat up")]),
+            # home is the array the lift updates (config.home None: where the lift ended)
+            (HOME, [("move", ("joint", home, avoid, "place"), "back home")]),
+        ]
+
     def _poses(self, goal, h, yaw):
         cfg = self.config
         off, a = cfg.grasp_offset, cfg.approach_axis_tip
@@ -294,16 +379,17 @@ class PickPlaceMachine:
                 "above_place": tool_down_pose(goal.place, off + cfg.release_gap + h, a, yaw),
                 "place": tool_down_pose(goal.place, off + cfg.release_gap, a, yaw)}
 
-    def _solve_all(self, poses, home):
-        """({key: q}, None) when the four poses are reachable, each seeded from the previous one (above the
-        place from above the pick), else (None, the first failure's message)."""
+    def _solve_all(self, poses, home, keys=("above_pick", "pick", "above_place", "place")):
+        """({key: q}, None) when the poses (default all four) are reachable, each seeded from the previous one
+        (above the place from above the pick), else (None, the first failure's message)."""
         q = home
         sol = {}
-        for key, what in (("above_pick", "the approach pose above the pick"), ("pick", "the grasp pose at the pick"),
-                          ("above_place", "the approach pose above the place"),
-                          ("place", "the release pose at the place")):
+        what_of = {"above_pick": "the approach pose above the pick", "pick": "the grasp pose at the pick",
+                   "above_place": "the approach pose above the place", "place": "the release pose at the place"}
+        for key in keys:
+            what = what_of[key]
             T = poses[key]
-            seed = sol["above_pick"] if key == "above_place" else q
+            seed = sol.get("above_pick", q) if key == "above_place" else q
             qk, reason = self._solve_ik(T, seed)
             if qk is None:
                 p = T[:3, 3]
@@ -343,6 +429,20 @@ class PickPlaceMachine:
         raise _Abort(EXECUTION_FAILED, f"{self.phase}: execution failed: {msg}"
                      + (f" (after {self.config.execution_retries} re-planned retries)"
                         if self.config.execution_retries else ""))
+
+    def _lift(self, T_up):
+        """The first motion with an object held from an earlier task: straight up (it may still touch the table).
+        A lift the planner refuses is skipped (said in the result); with config.home None, home is where the arm
+        is afterwards."""
+        try:
+            self._move("cartesian", T_up, False, None)
+        except _Abort as e:
+            if e.code != PLANNING_FAILED:
+                raise
+            self.notes.append(f"lift skipped: {e.message}")
+        q = self._current()
+        if self.config.home is None and q is not None:
+            self.home[:] = np.asarray(q, dtype=np.float64)
 
     def _plan_and_execute(self, kind, target, avoid, allowed):
         cfg = self.config

@@ -12,6 +12,14 @@ step (phase, progress, message); the result carries the phase names and duration
 simulated time with use_sim_time). One goal at a time (a second one is rejected while one runs); cancel
 stops the running controller goal and ends the task CANCELED.
 
+A task that ends after its grasp without releasing (the planner or the controller died, a cancel, a failed
+motion) leaves the object in the gripper, said in its result ("still holding 'cube'"). The node remembers it and
+the next goal places that object instead of picking (pick_place_machine.HeldObject: a straight lift where the
+arm stopped, above the goal's place pose, down, release, home; its pick pose is not used; a goal naming another
+object is refused, INVALID_GOAL, naming the held one), with a warning line saying so: a new pick would otherwise
+fail on the gripper ("already holding"). The memory is the node's: a restarted pick_place does not have it, and a
+release through gripper/grasp by another client is not seen.
+
 Nothing assumes an arm (pick_place_machine): the gripper's approach axis is a parameter in the tip frame, home
 is optional, reachability uses the arm's own IK (closed form where manip_core has one, numerical else; for an
 arm with more than six joints moved along its self-motion toward the previous solution). The ``obstacles``
@@ -145,6 +153,7 @@ class PickPlaceNode(Node):
         self._joint_state = None
         self._busy = False
         self._machine = None
+        self._held = None        # pick_place_machine.HeldObject still in the gripper after the last task
         self.planner = None
         # a different robot on robot_description is refused while a task runs (model_source)
         self.source = RobotModelSource(self, on_model=self._on_model,
@@ -362,13 +371,19 @@ class PickPlaceNode(Node):
         machine = ppm.PickPlaceMachine(plan=self._plan, execute=self._execute_trajectory, grasp=self._grasp,
                                        current_joints=self.current_joints, solve_ik=self._solve_ik, config=self.cfg,
                                        obstacles=self.current_obstacles, on_progress=progress, clock=self._now,
-                                       announce=self._announce)
-        self._object_name = goal.object_name
+                                       announce=self._announce, tip_pose=self.planner.model.fk)
+        held = self._held
+        self._object_name = held.name if held is not None else goal.object_name
         self._machine = machine
+        if held is not None:
+            self.get_logger().warning(f"pick_place: the gripper still holds '{held.name}' from the last task, which "
+                                      f"ended without releasing it: this goal places it at its place pose (lift, "
+                                      f"above the place, down, release, home), no pick")
         if handle.is_cancel_requested:
             machine.cancel()
         out = machine.run(ppm.PickPlaceGoal(T_pick, T_place, goal.object_name, goal.approach_height,
-                                            bool(goal.avoid_obstacles)))
+                                            bool(goal.avoid_obstacles)), held=held)
+        self._held = machine.held_object
         return self._finish(handle, out.error_code, out.message, out.phase_names, out.phase_durations)
 
     # ----------------------------------------------------------------------- machine's callables

@@ -27,10 +27,12 @@ class Fakes:
         self.calls = []
         self.fail = fail or {}
         self.n_plan = 0
+        self.requests = []
 
     def plan(self, req):
         self.n_plan += 1
         self.calls.append(("plan", req.path_type, req.avoid_obstacles))
+        self.requests.append(req)
         if self.fail.get("plan") == self.n_plan:
             return SimpleNamespace(success=False, error_code=-6, message="blocked", trajectory=None)
         if req.goal_joints is not None:
@@ -170,6 +172,60 @@ def test_planning_failure_after_the_grasp_reports_the_held_object(ur5, demo):
     assert "ABOVE_PLACE" in out.message and "still holding 'cube'" in out.message
     assert out.phase_names[-1] == "ABOVE_PLACE"
     assert f.calls[-1] == ("plan", PATH_JOINT, True)
+
+
+def test_a_task_that_failed_holding_the_object_is_followed_by_a_place_not_a_pick(ur5, demo):
+    """Regression (issue 12: kill -9 of the planner while the cube was held; every later goal failed on the gripper,
+    "already holding 'cube'"). The next task gets the held object and places it: a straight lift of the approach
+    height from where the arm stopped, with the object attached to the tip in the plan, over to above the place,
+    down, release, retreat, home (config.home None: where the lift ended); no attach, the goal's pick pose unused."""
+    cube = Obstacle(np.asarray(demo.PICK), np.full(3, 0.04))
+    f = Fakes(ur5, demo.HOME, fail={"plan": 4})          # the first task fails on its way to above the place
+    m, _ = _machine(ur5, demo, f, obstacles=lambda: [cube])
+    out = m.run(_goal(demo))
+    assert out.error_code == ppm.PLANNING_FAILED and "still holding 'cube'" in out.message
+    held = m.held_object
+    assert held.name == "cube" and held.shape is not None
+    # the cube measured at the grasp: 3 cm below the tip, 2 cm half extents (Shape in the tip frame)
+    np.testing.assert_allclose(held.shape.dims, [0.02] * 3)
+    np.testing.assert_allclose((ur5.fk(m.solutions["pick"]) @ held.shape.T)[:3, 3], demo.PICK, atol=1e-9)
+    q_stop = f.q.copy()
+    f.fail, f.calls, f.requests = {}, [], []
+    told = []
+    m2 = ppm.PickPlaceMachine(plan=f.plan, execute=f.execute, grasp=f.grasp, current_joints=f.current,
+                              solve_ik=_solve_ik(ur5), config=ppm.MachineConfig(home=None), clock=FakeClock(),
+                              obstacles=lambda: [], tip_pose=ur5.fk, announce=lambda *a: told.append(a[0]))
+    out = m2.run(_goal(demo, pick=[5.0, 5.0, 5.0]), held=held)      # an unreachable pick pose: not used
+    assert out.success, out.message
+    assert out.message.startswith("placed 'cube', held from an earlier task (no pick)")
+    assert out.phase_names == ["ABOVE_PLACE", "PLACE", "HOME"]
+    J, C = PATH_JOINT, PATH_CARTESIAN
+    assert f.calls == [
+        ("plan", C, False), ("execute",), ("plan", J, True), ("execute",),                # lift, above the place
+        ("plan", C, False), ("execute",), ("grasp", False, "cube"), ("plan", C, False), ("execute",),   # PLACE
+        ("plan", J, True), ("execute",),                                                 # HOME
+    ]
+    lift = f.requests[0]
+    T_stop = ur5.fk(q_stop)
+    np.testing.assert_allclose(lift.goal_pose[:3, 3], T_stop[:3, 3] + [0.0, 0.0, 0.10], atol=1e-12)
+    np.testing.assert_allclose(lift.goal_pose[:3, :3], T_stop[:3, :3], atol=1e-12)
+    # held: attached in every plan until the release, then allowed at the place on the way home
+    assert [r.attached_object is held.shape for r in f.requests] == [True, True, True, False, False]
+    home_req = f.requests[-1]
+    assert len(home_req.allowed_objects) == 1
+    np.testing.assert_allclose(home_req.allowed_objects[0].center, demo.PLACE + [0.0, 0.0, 0.005], atol=1e-9)
+    # home: where the lift ended (the tip 10 cm above where the first task stopped)
+    np.testing.assert_allclose(ur5.fk(f.q)[:3, 3], T_stop[:3, 3] + [0.0, 0.0, 0.10], atol=1e-9)
+    assert told[0] == "held" and told[-1] == "none" and m2.held_object is None
+
+
+def test_a_goal_for_another_object_while_one_is_held_is_refused(ur5, demo):
+    f = Fakes(ur5, demo.HOME)
+    m, _ = _machine(ur5, demo, f, tip_pose=ur5.fk)
+    out = m.run(_goal(demo), held=ppm.HeldObject("sphere"))
+    assert out.error_code == ppm.INVALID_GOAL and f.calls == []
+    assert "still holds 'sphere'" in out.message and "send a goal for 'sphere'" in out.message
+    assert m.held_object == ppm.HeldObject("sphere")          # still held: the next goal is told again
 
 
 def test_execution_failure(ur5, demo):

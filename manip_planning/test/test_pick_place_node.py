@@ -53,6 +53,8 @@ class FakeRobot(Node):
         self.lock = threading.Lock()
         self.trajectories = []
         self.grasps = []
+        self.holding = None            # the suction gripper: what it holds (attach refused while it holds one)
+        self.abort_when_holding = False   # the controller aborts every trajectory while the gripper holds
         self.delay = 0.05
         group = ReentrantCallbackGroup()
         self.js_pub = self.create_publisher(JointState, "joint_states", 10)
@@ -73,6 +75,9 @@ class FakeRobot(Node):
         traj = handle.request.trajectory
         with self.lock:
             self.trajectories.append(traj)
+        if self.abort_when_holding and self.holding:
+            handle.abort()
+            return ExecuteTrajectory.Result(error_code=-1, error_string="fake controller: aborted while holding")
         end = time.monotonic() + self.delay
         while time.monotonic() < end:
             if handle.is_cancel_requested:
@@ -86,8 +91,15 @@ class FakeRobot(Node):
         return ExecuteTrajectory.Result(error_code=0)
 
     def _grasp(self, req, resp):
+        """As manip_sim's suction gripper: an attach while holding is refused, a release always succeeds."""
         self.grasps.append((req.attach, req.object_name))
-        resp.success, resp.message, resp.object_name = True, "ok", req.object_name or "cube"
+        if req.attach and self.holding:
+            resp.success, resp.message = False, f"already holding '{self.holding}'; release it first"
+            resp.object_name = self.holding
+            return resp
+        name = (req.object_name or "cube") if req.attach else (self.holding or "")
+        self.holding = name if req.attach else None
+        resp.success, resp.message, resp.object_name = True, "ok", name
         return resp
 
     def send(self, goal, timeout=60.0, cancel_on_phase=None, client=None):
@@ -329,6 +341,55 @@ def test_object_is_published_allowed_and_carried_around_the_wall(rig, ur5, demo)
         time.sleep(0.3)
         rig.destroy_publisher(pub)
         rig.destroy_subscription(sub)
+
+
+def test_a_goal_after_a_task_that_failed_holding_the_cube_places_it(rig, ur5, demo):
+    """Regression (issue 12: after a kill -9 of the planner while the cube was held, every new goal failed with
+    "attach failed: already holding 'cube'"). A task fails after its grasp (the controller aborts every trajectory
+    while the gripper holds); the node says so and the next goal places the held cube instead of picking: a
+    straight lift from where the arm stopped, above the place, down, release, home; a goal naming another object
+    meanwhile is refused, naming the held one. Oracle: FK of the executed trajectories' last points."""
+    log_path = rig.procs["pick_place"].log_path
+    rig.trajectories.clear()
+    rig.grasps.clear()
+    rig.abort_when_holding = True
+    try:
+        res = rig.send(_goal(demo.PICK, demo.PLACE))
+    finally:
+        rig.abort_when_holding = False
+    r = res.result
+    assert r.error_code == PickPlace.Result.EXECUTION_FAILED and "still holding 'cube'" in r.message, r.message
+    assert rig.grasps == [(True, "cube")] and rig.holding == "cube"
+    q_stop = rig.q.copy()                                  # at the grasp pose: the lift was aborted
+    assert np.allclose(ur5.fk(q_stop)[:3, 3], demo.PICK + [0, 0, 0.03], atol=1e-5)
+
+    other = _goal(demo.PICK, demo.PLACE)
+    other.object_name = "sphere"
+    rig.trajectories.clear()
+    r = rig.send(other).result
+    assert r.error_code == PickPlace.Result.INVALID_GOAL and "still holds 'cube'" in r.message, r.message
+    assert rig.trajectories == [] and rig.holding == "cube"
+
+    rig.grasps.clear()
+    res = rig.send(_goal(demo.PICK, demo.PLACE))
+    r = res.result
+    assert res.status == GoalStatus.STATUS_SUCCEEDED and r.error_code == PickPlace.Result.SUCCESSFUL, r.message
+    assert "placed 'cube', held from an earlier task (no pick)" in r.message
+    assert list(r.phase_names) == ["ABOVE_PLACE", "PLACE", "HOME"]
+    assert rig.grasps == [(False, "cube")] and rig.holding is None       # released, never attached again
+    tips = [ur5.fk(np.array(t.points[-1].positions)) for t in rig.trajectories]
+    assert len(tips) == 5                                  # lift, above the place, down, retreat, home
+    T_stop = ur5.fk(q_stop)
+    assert np.allclose(tips[0][:3, 3], T_stop[:3, 3] + [0, 0, 0.10], atol=1e-5)       # straight up 10 cm
+    assert np.allclose(tips[0][:3, :3], T_stop[:3, :3], atol=1e-5)
+    assert np.allclose(tips[2][:3, 3], demo.PLACE + [0, 0, 0.035], atol=1e-5)          # release pose
+    assert np.allclose(tips[4], tips[0], atol=1e-5)        # home: where the lift ended
+    text = log_path.read_text()
+    assert "the gripper still holds 'cube' from the last task" in text and "no pick" in text, text[-2000:]
+    # the node forgot it: the next goal picks again
+    rig.grasps.clear()
+    r = rig.send(_goal(demo.PICK, demo.PLACE)).result
+    assert r.error_code == PickPlace.Result.SUCCESSFUL and rig.grasps == [(True, "cube"), (False, "cube")], r.message
 
 
 def test_clean_shutdown(rig):
