@@ -180,6 +180,20 @@ def describe_clusters(points, labels, min_points=1, min_extent=0.0, core=None):
 LEVEL_CAMERA_XYZW = (-0.5, 0.5, -0.5, 0.5)
 
 
+#: min_cluster_points per matcher (voxels of voxel_size, i.e. surface area in voxel_size^2, whatever the range
+#: while the stereo points are denser than the voxels). A 4 cm cube shows at most about 26 voxels of 1 cm (its
+#: top and the side facing the camera, above the plane margin). Block matching gives it 23 from the simulator's
+#: demo camera (0.9 m away) and 13 from its shelf camera (1.04 m; test_sim_scenes.py): the cube's faces repeat a
+#: checker square of about one block (9 px) and the uniqueness check rejects most of them (101 points above the
+#: margin against SGBM's 290). 20 lost it there. 12 for block matching: its errors stay within a block, and the
+#: largest cluster on the regression bags that is no object is 10 voxels (texture check 0 or 3: a sliver of the
+#: cylinder's top, an edge of the arm that the self-filter leaves; the table's far edge at 1.7 m: 6-8). 20 for
+#: SGBM, whose smoothness term carries disparities along its paths: pieces of smear of 12-20 voxels split off
+#: objects and the far table edge (test_obstacles.py's scene without a plane, test_voxel_grid.py's DBSCAN
+#: comparison), and it gives the cube 45-47.
+MIN_CLUSTER_POINTS = {'sgbm': 20, 'bm': 12}
+
+
 @dataclass
 class ObstacleParams:
     """Every setting of :func:`detect_obstacles` (the node's parameters of the same names)."""
@@ -203,12 +217,8 @@ class ObstacleParams:
     ransac_iterations: int = 100
     cluster_radius_voxels: int = 1
     cluster_min_neighbors: int = 6
-    # voxels: a 4 cm cube shows at most about 26 of 1 cm (its top and the side facing the camera, above the plane
-    # margin), block matching gives 23 of them at 1 m (the simulator's demo scene): 30 hid it (SGBM passed
-    # only through the voxels its smear adds at the cube's edges: 47). 20: no false positive on the regression
-    # bags (library chain: block matching and SGBM; the node: block matching, texture_threshold 3); 15: one
-    # sliver of the table's far edge in the node (5 frames), and one SGBM cluster in 25 frames; 10: 1 and 6.
-    min_cluster_points: int = 20
+    # voxels: SGBM's default (MIN_CLUSTER_POINTS has block matching's)
+    min_cluster_points: int = MIN_CLUSTER_POINTS['sgbm']
     min_cluster_extent: float = 0.02
     self_filter_padding: float = 0.03
     object_margin: float = 0.02

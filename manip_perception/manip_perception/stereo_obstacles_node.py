@@ -46,8 +46,8 @@ from visualization_msgs.msg import Marker, MarkerArray
 from manip_msgs.msg import Obstacle, ObstacleArray
 
 from .image_conversion import ImageConversionError, fill_image, image_to_numpy, to_mono8, to_rgb8
-from .obstacles import (LEVEL_CAMERA_XYZW, ObstacleError, ObstacleParams, camera_pose_matrix, detect_obstacles,
-                        warm_up)
+from .obstacles import (LEVEL_CAMERA_XYZW, MIN_CLUSTER_POINTS, ObstacleError, ObstacleParams, camera_pose_matrix,
+                        detect_obstacles, warm_up)
 from .pairing import StereoPairer
 from .stereo import (Calibration, DisparityMatcher, Rectifier, SgbmParams, StereoError, back_project,
                      disparity_range, pack_pointcloud2)
@@ -119,9 +119,10 @@ PARAMETERS = {
     'cluster_radius_voxels': (1, 'Euclidean clustering: voxels within this many cells (Chebyshev) are neighbours'),
     'cluster_min_neighbors': (6, 'Euclidean clustering: occupied voxels (itself included) in the neighbourhood '
                                  'of a core voxel; sparser voxels join a neighbouring cluster or are noise'),
-    'min_cluster_points': (20, 'clusters with fewer voxels are dropped (a 4 cm cube shows at most about 26 '
-                               'voxels of 1 cm above the plane margin, its top and one side; block matching '
-                               'gives 23 at 1 m)'),
+    'min_cluster_points': (0, 'clusters with fewer voxels are dropped; 0: by the matcher, 12 for bm, 20 for sgbm '
+                              '(a 4 cm cube shows at most about 26 voxels of 1 cm above the plane margin; block '
+                              'matching gives it 13-23 at 0.9-1.04 m on rendered images, SGBM 45; the largest '
+                              'non-object on the regression bags: 10 with bm; obstacles.MIN_CLUSTER_POINTS)'),
     'min_cluster_extent': (0.02, 'clusters whose largest box side is smaller are dropped (m)'),
     'track_appear_frames': (1, 'an obstacle is published after this many consecutive frames with it (1: at once)'),
     'track_disappear_frames': (1, 'and removed after this many consecutive frames without it (1: at once)'),
@@ -146,7 +147,7 @@ OBSTACLE_PARAM_NAMES = ('camera_position', 'camera_orientation_xyzw', 'workspace
                         'plane_search_band', 'max_support_planes', 'plane_max_tilt_deg', 'plane_inlier_threshold',
                         'plane_min_area',
                         'plane_min_camera_height', 'plane_max_camera_height', 'ransac_iterations',
-                        'cluster_radius_voxels', 'cluster_min_neighbors', 'min_cluster_points',
+                        'cluster_radius_voxels', 'cluster_min_neighbors',
                         'min_cluster_extent', 'self_filter_padding', 'object_margin')
 SGBM_PARAM_NAMES = {'stereo_matcher': 'matcher', 'min_disparity': 'min_disparity', 'block_size': 'block_size',
                     'uniqueness_ratio': 'uniqueness_ratio',
@@ -198,8 +199,11 @@ class Config:
                                **{field: v[name] for name, field in SGBM_PARAM_NAMES.items()}).validate()
         if v['num_disparities'] < 0:
             raise ValueError(f"num_disparities must be >= 0, got {v['num_disparities']}")
+        if v['min_cluster_points'] < 0:
+            raise ValueError(f"min_cluster_points must be >= 0 (0: by the matcher), got {v['min_cluster_points']}")
+        by_matcher = {'min_cluster_points': v['min_cluster_points'] or MIN_CLUSTER_POINTS[self.sgbm.matcher]}
         self.obstacles = ObstacleParams(**{n: (tuple(v[n]) if isinstance(v[n], list) else v[n])
-                                           for n in OBSTACLE_PARAM_NAMES}).validate()
+                                           for n in OBSTACLE_PARAM_NAMES}, **by_matcher).validate()
         if not 0 <= v['min_depth'] < v['max_depth']:
             raise ValueError(f"working depth range needs 0 <= min_depth < max_depth, got {v['min_depth']}, "
                              f"{v['max_depth']}")

@@ -696,8 +696,14 @@ def test_parameters_declared_described_and_validated():
         assert not node.set_parameters([Parameter('self_filter_radius', value=0.0)])[0].successful
         assert not node.set_parameters([Parameter('max_support_planes', value=0)])[0].successful
         assert not node.set_parameters([Parameter('stereo_matcher', value='census')])[0].successful
+        assert not node.set_parameters([Parameter('min_cluster_points', value=-1)])[0].successful
+        # min_cluster_points 0 (default): block matching's 12 (the 4 cm cube at 1 m keeps 13-23 voxels)
+        assert node.config.sgbm.matcher == 'bm' and node.config.obstacles.min_cluster_points == 12
         assert node.set_parameters([Parameter('stereo_matcher', value='sgbm')])[0].successful
         assert node.config.sgbm.matcher == 'sgbm' and node.config.sgbm.block_size == 5  # block 0: its default
+        assert node.config.obstacles.min_cluster_points == 20  # and SGBM's 20
+        assert node.set_parameters([Parameter('min_cluster_points', value=7)])[0].successful
+        assert node.config.obstacles.min_cluster_points == 7
         assert node.config.values['self_filter'] is True  # on by default: the robot from robot_description
         assert node.config.values['num_disparities'] == 0  # derived from the depth range
         assert node.config.values['texture_threshold'] == 0.0  # off for real cameras
