@@ -38,11 +38,15 @@ from pathlib import Path
 from .errors import DesignError
 from .structure import Component, MergeNode, Param, Structure
 
+# one token per match, after the blanks and the comment before it; 'bad' is any other character
 _TOKEN = re.compile(r"""
-    (?P<ws>[ \t\r]+) | (?P<comment>\#[^\n]*) | (?P<nl>\n) |
-    (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?) |
-    (?P<name>[A-Za-z_][A-Za-z0-9_]*) |
-    (?P<op>->|[(),=+\-*/])
+    [ \t\r]* (?:\#[^\n]*)?
+    (?: (?P<nl>\n) |
+        (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?) |
+        (?P<name>[A-Za-z_][A-Za-z0-9_]*) |
+        (?P<op>->|[(),=+\-*/]) |
+        (?P<end>\Z) |
+        (?P<bad>.) )
 """, re.VERBOSE)
 
 _FUNCS = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "sqrt": math.sqrt, "deg": math.radians}
@@ -62,27 +66,29 @@ class Tok:
 
 
 def tokenize(text, source="<string>"):
-    toks, depth, line, lstart, pos = [], 0, 1, 0, 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        col = pos - lstart + 1
-        if not m:
-            raise DesignError(f"unexpected character {text[pos]!r}", source, line, col)
+    toks, depth, line, lstart = [], 0, 1, 0
+    append = toks.append
+    for m in _TOKEN.finditer(text):
         kind = m.lastgroup
-        val = m.group()
+        start = m.start(kind)
         if kind == "nl":
             if depth == 0:
-                toks.append(Tok("nl", "\n", line, col))
-            line, lstart = line + 1, m.end()
-        elif kind in ("num", "name", "op"):
-            if val == "(":
-                depth += 1
-            elif val == ")":
-                depth = max(0, depth - 1)
-            toks.append(Tok(kind, val, line, col))
-        pos = m.end()
-    toks.append(Tok("nl", "\n", line, pos - lstart + 1))
-    toks.append(Tok("eof", "", line, pos - lstart + 1))
+                append(Tok("nl", "\n", line, start - lstart + 1))
+            line, lstart = line + 1, start + 1
+            continue
+        if kind == "end":
+            break
+        val = m.group(kind)
+        if kind == "bad":
+            raise DesignError(f"unexpected character {val!r}", source, line, start - lstart + 1)
+        if val == "(":
+            depth += 1
+        elif val == ")":
+            depth = max(0, depth - 1)
+        append(Tok(kind, val, line, start - lstart + 1))
+    end_col = len(text) - lstart + 1
+    toks.append(Tok("nl", "\n", line, end_col))
+    toks.append(Tok("eof", "", line, end_col))
     # a statement continues over line breaks next to '->' (a line that ends or starts with an arrow)
     out = []
     for k, t in enumerate(toks):
@@ -140,6 +146,18 @@ class Expr:
         return Expr(self.op, [a.substitute(mapping) if isinstance(a, Expr) else a for a in self.args], self.tok)
 
 
+def _fold(e):
+    """e as one number when its operands are numbers (constant folding at parse time); unchanged when it
+    holds a parameter or its evaluation fails (the error is then reported at compile time, as before)."""
+    if not all(a.op == "num" for a in e.args if isinstance(a, Expr)):
+        return e
+    try:
+        v = e.evaluate({})
+    except (DesignError, ValueError, OverflowError, ZeroDivisionError):
+        return e
+    return Expr("num", [v], e.tok)
+
+
 # -------------------------------------------------------------------------------------------- values
 class Chain:
     """A structure value: the components first .. last (linked through ``prev``), named after a variable."""
@@ -152,6 +170,7 @@ class Parser:
     def __init__(self, text, source="<string>"):
         self.source = str(source)
         self.toks = tokenize(text, self.source)
+        self.toks += [self.toks[-1]] * 4  # peek(k) past the end reads eof
         self.i = 0
         self.params = {}
         self.chains = {}
@@ -165,7 +184,7 @@ class Parser:
         return DesignError(reason, self.source, tok.line, tok.col)
 
     def peek(self, k=0):
-        return self.toks[min(self.i + k, len(self.toks) - 1)]
+        return self.toks[self.i + k]
 
     def next(self):
         t = self.toks[self.i]
@@ -173,12 +192,14 @@ class Parser:
         return t
 
     def accept(self, text):
-        if self.peek().text == text and self.peek().kind in ("op", "name"):
-            return self.next()
+        t = self.toks[self.i]
+        if t.text == text and (t.kind == "op" or t.kind == "name"):
+            self.i += 1
+            return t
         return None
 
     def expect(self, text, what=None):
-        t = self.peek()
+        t = self.toks[self.i]
         if t.text != text:
             got = "end of line" if t.kind == "nl" else "end of file" if t.kind == "eof" else repr(t.text)
             raise self.err(f"expected '{text}'{' ' + what if what else ''}, got {got}", t)
@@ -505,20 +526,20 @@ class Parser:
         left = self.term()
         while self.peek().text in ("+", "-") and self.peek().kind == "op":
             op = self.next()
-            left = Expr(op.text, [left, self.term()], op)
+            left = _fold(Expr(op.text, [left, self.term()], op))
         return left
 
     def term(self):
         left = self.unary()
         while self.peek().text in ("*", "/"):
             op = self.next()
-            left = Expr(op.text, [left, self.unary()], op)
+            left = _fold(Expr(op.text, [left, self.unary()], op))
         return left
 
     def unary(self):
         if self.peek().text == "-":
             t = self.next()
-            return Expr("neg", [self.unary()], t)
+            return _fold(Expr("neg", [self.unary()], t))
         if self.peek().text == "+":
             self.next()
             return self.unary()
@@ -535,7 +556,7 @@ class Parser:
                 self.expect("(", f"after {t.text}")
                 e = self.expr()
                 self.expect(")")
-                return Expr("call", [t.text, e], t)
+                return _fold(Expr("call", [t.text, e], t))
             if t.text in self.params:
                 return Expr("ref", [self.params[t.text]], t)
             raise self.err(f"unknown name '{t.text}' in a number (declare it with 'param {t.text}')", t)

@@ -82,13 +82,12 @@ class Mechanism:
         for e in range(ne):
             if self.ev[e] >= 0:
                 self.ev_elem[self.ev[e]] = e
-        anc = np.zeros((max(ne, 1), self.nf), dtype=np.bool_)
-        for e in range(ne):
-            anc[e, e + 1] = True
-            for f in range(e + 2, self.nf):
-                if anc[e, self.ep[f - 1]]:
-                    anc[e, f] = True
-        self.anc = anc
+        # anc[e, f]: element e moves frame f (f is frame e + 1 or one of its descendants); parents come first
+        anc = np.zeros((self.nf, max(ne, 1)), dtype=np.bool_)  # transposed while built: row f
+        for f in range(1, self.nf):
+            anc[f] = anc[self.ep[f - 1]]
+            anc[f, f - 1] = True
+        self.anc = np.ascontiguousarray(anc.T)
         self.welds = np.array(welds, dtype=np.int64).reshape(-1, 2)
         self.ee = int(ee_frame)
         self.masses = masses

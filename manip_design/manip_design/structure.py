@@ -12,6 +12,7 @@ import numpy as np
 
 from .errors import DesignError
 
+_EYE3 = np.eye(3)
 JOINT_DOF = {"Revolute": 1, "Prismatic": 1, "Spherical": 3, "Universal": 2}
 
 
@@ -230,11 +231,11 @@ class Structure:
             return e.evaluate(values, src)
 
         def unit(ax, tok):
-            v = np.array([ev(a) for a in ax], dtype=float)
-            nv = np.linalg.norm(v)
+            x, y, z = ev(ax[0]), ev(ax[1]), ev(ax[2])
+            nv = math.sqrt(x * x + y * y + z * z)
             if not nv > 1e-12:
                 raise self.err("an axis must not be zero", tok)
-            return v / nv
+            return (x / nv, y / nv, z / nv)
 
         def add(parent, T, typ=0, axis=(0.0, 0.0, 1.0), var=-1, name=None):
             elems.append((parent, T, typ, np.asarray(axis, float), var))
@@ -253,40 +254,36 @@ class Structure:
                               "component": node.name})
             return len(variables) - 1
 
-        def anchor_rotation(n):
-            while True:
-                if isinstance(n, MergeNode):
-                    return np.eye(3)
-                if n.anchor is not None:
-                    _xyz, kw, _t = n.anchor
-                    return rpy_matrix(*(ev(kw[k]) if k in kw else 0.0 for k in ("roll", "pitch", "yaw")))
-                n = n.prev
+        rot_of = {}  # id(node) -> rotation (3x3) of the anchor its chain starts from (identity after a merge)
 
         for n in self.nodes:
             if isinstance(n, MergeNode):
                 ps = n.parents()
                 T = np.eye(4)
-                T[:3, :3] = anchor_rotation(ps[0]).T
+                T[:3, :3] = rot_of[id(ps[0])].T
                 f = add(frame_of[id(ps[0])], T, name=n.name)
                 for p in ps[1:]:
                     T = np.eye(4)
-                    T[:3, :3] = anchor_rotation(p).T
+                    T[:3, :3] = rot_of[id(p)].T
                     g = add(frame_of[id(p)], T, name=f"{n.name}<-{p.name}")
                     welds.append((f, g))
                 frame_of[id(n)] = f
+                rot_of[id(n)] = _EYE3
                 continue
             if n.prev is not None:
                 parent = frame_of[id(n.prev)]
+                rot_of[id(n)] = rot_of[id(n.prev)]
             else:
                 (_k, xyz, _t), kw, _tok = n.anchor
                 T = np.eye(4)
                 T[:3, 3] = [ev(c) for c in xyz]
-                T[:3, :3] = rpy_matrix(*(ev(kw[k]) if k in kw else 0.0 for k in ("roll", "pitch", "yaw")))
+                T[:3, :3] = rot_of[id(n)] = rpy_matrix(*(ev(kw[k]) if k in kw else 0.0
+                                                         for k in ("roll", "pitch", "yaw")))
                 parent = add(0, T, name=f"anchor of {n.name}")
             a = n.args
             if n.kind == "Beam":
                 L = ev(a["length"])
-                d = unit(a["along"], n.tok)
+                d = np.array(unit(a["along"], n.tok))
                 T = np.eye(4)
                 T[:3, 3] = L * d
                 f = add(parent, T, name=n.name)
