@@ -11,7 +11,11 @@ Behaviour, like a real robot driver:
   * watchdog: with ``command_timeout`` > 0, when no command has arrived for that long (simulated time), the
     robot holds the position it has at that moment (position control, like a driver's brake). It also
     starts in that hold. With ``command_timeout`` = 0 there is no watchdog and the robot starts limp
-    (zero torque).
+    (zero torque). With ``command_timeout_periods`` > 0 too, effort commands are held to their own rhythm:
+    the watchdog then trips when the latest effort command is older than that many command periods (the
+    median of the latest 16 intervals between effort commands, simulated time), but not before
+    ``min_command_timeout`` s, nor after ``command_timeout`` s. sim_bridge uses it with lockstep, where an
+    effort command's simulated age measures the controller, not the machine's load.
   * suction gripper: ``attach`` welds an object to the tip link with a fixed constraint; ``detach``.
 
 The URDF is loaded with the inertias of the file (``URDF_USE_INERTIA_FROM_FILE``: without it PyBullet
@@ -20,6 +24,7 @@ them 1 kg), so that the dynamics equal manip_core's RobotModel (checked by the t
 """
 from __future__ import annotations
 
+import collections
 import logging
 import math
 import os
@@ -320,6 +325,7 @@ class World:
     """The simulated robot cell. Not thread-safe: call it from one thread (or under a lock)."""
 
     def __init__(self, scene: Scene, *, time_step=1.0 / 500.0, gui=False, command_timeout=0.2,
+                 command_timeout_periods=0.0, min_command_timeout=0.0,
                  gravity=DEFAULT_GRAVITY, model=None, on_event=None):
         pb = import_pybullet()
         from manip_core import RobotModel
@@ -328,10 +334,17 @@ class World:
             raise ValueError(f"time_step must be > 0 s, got {time_step}")
         if command_timeout < 0:
             raise ValueError(f"command_timeout must be >= 0 s (0: no watchdog), got {command_timeout}")
+        for name, value in (("command_timeout_periods", command_timeout_periods),
+                            ("min_command_timeout", min_command_timeout)):
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be finite and >= 0, got {value}")
         self._pb = pb
         self.scene = scene
         self.dt = float(time_step)
         self.command_timeout = float(command_timeout)
+        self.command_timeout_periods = float(command_timeout_periods)
+        self.min_command_timeout = float(min_command_timeout)
+        self._effort_times = collections.deque(maxlen=17)   # simulated times of the latest effort commands (s)
         self._on_event = on_event or (lambda level, text: _log.log(level, text))
         self.model = model or RobotModel.from_urdf(scene.robot.urdf, scene.robot.base_link, scene.robot.tip_link)
         self.joint_names = list(self.model.joint_names)
@@ -385,6 +398,7 @@ class World:
         self._qd_target = np.zeros(self.dof)
         self._last_command_time = 0.0
         self.watchdog_trips = 0
+        self.tripped_from = None   # the mode the watchdog's hold interrupted, until the next command
         self.set_joint_positions(q0)
         if self.command_timeout > 0:
             self.mode = MODE_HOLD
@@ -491,6 +505,8 @@ class World:
             self.mode = MODE_EFFORT
         self._tau = np.clip(tau, -self.effort_limits, self.effort_limits)
         self._last_command_time = self.time
+        self._effort_times.append(self.time)
+        self.tripped_from = None
         if clipped.any():
             names = [self.joint_names[i] for i in np.flatnonzero(clipped)]
             self._on_event(logging.DEBUG, f"effort command clipped to the limits at {names}")
@@ -503,6 +519,8 @@ class World:
         self._q_target = q.copy()
         self.mode = MODE_POSITION
         self._last_command_time = self.time
+        self._effort_times.clear()
+        self.tripped_from = None
 
     def set_velocity_targets(self, qd):
         """Command joint velocities (rad/s or m/s, model order): PyBullet velocity control with the effort
@@ -511,11 +529,30 @@ class World:
         self._qd_target = qd.copy()
         self.mode = MODE_VELOCITY
         self._last_command_time = self.time
+        self._effort_times.clear()
+        self.tripped_from = None
 
     @property
     def last_command_time(self):
         """Simulated time (s) of the latest accepted joint command."""
         return self._last_command_time
+
+    @property
+    def command_period(self):
+        """Median of the latest 16 intervals (s, simulated) between effort commands; None before there are 16."""
+        t = self._effort_times
+        return float(np.median(np.diff(np.asarray(t)))) if len(t) == t.maxlen else None
+
+    @property
+    def watchdog_timeout(self):
+        """Command age (s, simulated) beyond which the watchdog holds the arm now: command_timeout; in effort
+        mode with command_timeout_periods > 0 and a measured command period, that many periods (at least
+        min_command_timeout) when shorter. 0: no watchdog."""
+        timeout = self.command_timeout
+        period = self.command_period if self.command_timeout_periods > 0 and self.mode == MODE_EFFORT else None
+        if timeout > 0 and period is not None:
+            timeout = min(timeout, max(self.command_timeout_periods * period, self.min_command_timeout))
+        return timeout
 
     def hold(self):
         """Hold the current position (what the watchdog does)."""
@@ -538,12 +575,19 @@ class World:
         """Advance the simulation by n fixed steps (n * dt seconds)."""
         pb, c = self._pb, self.client
         for _ in range(int(n)):
-            if (self.command_timeout > 0 and self.mode != MODE_HOLD
-                    and self.time - self._last_command_time > self.command_timeout + 1e-12):
+            timeout = self.watchdog_timeout
+            age = self.time - self._last_command_time
+            if timeout > 0 and self.mode != MODE_HOLD and age > timeout + 1e-12:
+                period = self.command_period if self.mode == MODE_EFFORT else None
+                why = ("command_timeout" if timeout >= self.command_timeout or period is None else
+                       f"{self.command_timeout_periods:g} observed command periods of {1e3 * period:.1f} ms, at "
+                       f"least min_command_timeout {self.min_command_timeout:g} s")
+                self.tripped_from = self.mode
                 self.hold()
                 self.watchdog_trips += 1
-                self._on_event(logging.WARNING, f"watchdog: no joint command for {self.command_timeout:g} s, "
-                                                f"holding the current position")
+                self._on_event(logging.WARNING, f"watchdog: no joint command for {age:.3f} s (the last: "
+                                                f"{self.tripped_from}; more than {timeout:g} s: {why}), holding "
+                                                f"the current position")
             if self.mode == MODE_EFFORT:
                 pb.setJointMotorControlArray(self.robot, self._idx, pb.TORQUE_CONTROL, forces=self._tau.tolist(),
                                              physicsClientId=c)

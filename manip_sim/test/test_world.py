@@ -140,6 +140,64 @@ def test_watchdog_holds_when_commands_stop(scene):
         assert np.all(np.abs(js.efforts) <= w.effort_limits + 1e-9)
 
 
+def test_watchdog_after_two_observed_effort_command_periods(scene):
+    """command_timeout_periods (sim_bridge with lockstep): effort commands every 4 ms of simulated time (a 250 Hz
+    controller, physics at 500 Hz), then none. The arm is held at the first step at which the last command is
+    more than 2 observed periods (8 ms) old, not after command_timeout (0.2 s). Oracle: the same world without
+    command_timeout_periods, given the same commands: its arm falls on for 0.2 s while the watched one stays
+    where the watchdog caught it."""
+    kw = dict(command_timeout=0.2, min_command_timeout=0.006)
+    with World(scene, command_timeout_periods=2.0, **kw) as w, World(scene, **kw) as ref:
+        assert w.command_period is None and w.watchdog_timeout == 0.2
+        for _ in range(20):                   # gravity compensation at 250 Hz
+            for x in (w, ref):
+                x.apply_efforts(x.model.gravity_torques(x.joint_state().positions))
+                x.step(2)
+        assert w.command_period == pytest.approx(0.004, abs=1e-12)
+        assert w.watchdog_timeout == pytest.approx(0.008, abs=1e-12) and ref.watchdog_timeout == 0.2
+        for x in (w, ref):                    # the last command (limp: the arm falls), then the controller dies
+            x.apply_efforts(np.zeros(6))
+        q_last = w.joint_state().positions
+        w.step(5)
+        ref.step(5)                           # 10 ms after it: the 6th step is the first at which it is > 8 ms old
+        assert w.mode == MODE_EFFORT and w.watchdog_trips == 0
+        w.step(1)
+        ref.step(1)
+        assert w.mode == MODE_HOLD and w.watchdog_trips == 1 and w.tripped_from == MODE_EFFORT
+        q_caught = w.joint_state().positions
+        w.step(_seconds(w, 0.3))
+        ref.step(_seconds(ref, 0.3))
+        assert ref.watchdog_trips == 1 and ref.tripped_from == MODE_EFFORT      # after command_timeout, 0.2 s
+        fell = np.max(np.abs(ref.joint_state().positions - q_last))
+        moved = np.max(np.abs(w.joint_state().positions - q_last))
+        assert np.max(np.abs(w.joint_state().positions - q_caught)) < 1e-3
+        assert fell > 0.01 and moved < 0.05 * fell, (moved, fell)
+        # a new command ends the hold; a position command is watched by command_timeout alone
+        w.apply_efforts(w.model.gravity_torques(w.joint_state().positions))
+        assert w.mode == MODE_EFFORT and w.tripped_from is None
+        w.set_position_targets(w.joint_state().positions)
+        assert w.command_period is None and w.watchdog_timeout == 0.2
+
+
+def test_watchdog_periods_never_below_min_command_timeout(scene):
+    """A burst (several effort commands in one step: a late controller catching up) gives a median interval of 0:
+    the watchdog then waits min_command_timeout (sim_bridge: lockstep_max_age), and never more than
+    command_timeout."""
+    with World(scene, command_timeout=0.2, command_timeout_periods=2.0, min_command_timeout=0.008) as w:
+        tau = w.model.gravity_torques(w.joint_state().positions)
+        for _ in range(17):
+            w.apply_efforts(tau)
+        assert w.command_period == 0.0 and w.watchdog_timeout == 0.008
+    with World(scene, command_timeout=0.2, command_timeout_periods=2.0) as w:
+        for i in range(17):                   # a controller at about 5 Hz: 2 periods would be 0.38 s
+            w.apply_efforts(w.model.gravity_torques(w.joint_state().positions))
+            if i < 16:
+                w.step(_seconds(w, 0.19))
+        assert w.mode == MODE_EFFORT and w.command_period == pytest.approx(0.19) and w.watchdog_timeout == 0.2
+    with pytest.raises(ValueError, match="command_timeout_periods must be finite and >= 0"):
+        World(scene, command_timeout_periods=-1.0)
+
+
 def _grasp_configuration(w, point, q_near):
     T = np.eye(4)
     T[:3, :3] = np.diag([1.0, -1.0, -1.0])     # tool z pointing down
