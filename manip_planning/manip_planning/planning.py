@@ -8,7 +8,9 @@ collision spheres and then by distance from the start; none: COLLISION naming th
 (joint line, Cartesian straight line, or the obstacle-aware path: RRT-Connect over the robot's collision
 spheres by default (path_planning.py), or the heuristics of avoidance.py with ``path_planner="heuristics"``;
 every clearance check, the heuristics' included, uses those same spheres: robot_spheres.py), time-scales it (cubic, quintic, or
-the waypoint profiles trapezoidal, toppra, jerk_limited) and returns a ``PlanResult`` with an ErrorCode
+the waypoint profiles trapezoidal, toppra, jerk_limited; a sampling planner's polyline asked with cubic or quintic
+and no duration becomes one TOPP-RA motion along its checked spline, not a stop at every corner: _through_corners)
+and returns a ``PlanResult`` with an ErrorCode
 value and a message; it never raises for bad input. A request may carry a held object (part of the robot
 for the sampling planner and the clearance checks; the heuristics do not see it) and objects that are not
 obstacles for it (the object about to be picked).
@@ -56,6 +58,7 @@ MAX_POINTS = 200_000
 HELD_OBJECT_TOLERANCE_M = 0.02       # an obstacle this close to the held object at the start is that object
 ALLOWED_OBJECT_TOLERANCE_M = 0.01    # m: obstacles whose bounding box comes this close to an allowed one's go
 GROWN_EXTRA_M = 0.01                 # m: the sampling planner grows the obstacles by the safety margin + this
+GOAL_TRIES = 3                       # pose goal: acceptable IK solutions the sampling planner tries, in rank order
 log = logging.getLogger(__name__)
 
 
@@ -298,9 +301,11 @@ class Planner:
         their clearance to the obstacles (RobotSpheres: the same spheres) up to ``goal_clearance`` and then by
         joint distance from q_near; when none is free, PlanningError(COLLISION) naming the obstacle, the link and
         the clearance of the clearest one. No solution: PlanningError(NO_IK_SOLUTION) with the reason.
-        ``last_goal_choice`` says which was taken."""
+        ``last_goal_choice`` says which was taken; ``goal_alternatives`` holds the other acceptable solutions in
+        rank order, as (joint values, description) (for the sampling planner when it finds no path to the first)."""
         clearing = scene is not None and len(scene) and required is not None
         sols = self._above_floor(self.ik_candidates(T, q_near))
+        self.goal_alternatives = []
         if not clearing:
             self.last_goal_choice = f"IK solution nearest the start ({len(sols)} found)"
             return sols[0]
@@ -353,10 +358,14 @@ class Planner:
                                            f"{margin:.3f} m from the obstacles in the planner's collision model "
                                            f"(boxes grown as boxes); the clearest comes {c[j]:.3f} m from "
                                            f"{self._describe(scene, j, sols[best])}{why}")
-        self.last_goal_choice = (f"IK solution {best + 1} of {len(sols)} (by clearance up to {enough:.3f} m, then "
-                                 f"nearest the start), clearance {clear[best]:.3f} m"
-                                 + ("" if tier[best] == 0 else " (an obstacle's edge is near: the planner grows that "
-                                                               "box by half the margin only)"))
+        def choice(i):
+            return (f"IK solution {i + 1} of {len(sols)} (by clearance up to {enough:.3f} m, then nearest the start), "
+                    f"clearance {clear[i]:.3f} m" + ("" if tier[i] == 0 else " (an obstacle's edge is near: the "
+                                                                              "planner grows that box by half the "
+                                                                              "margin only)"))
+
+        self.last_goal_choice = choice(best)
+        self.goal_alternatives = [(sols[i], choice(i)) for i in order if i != best and tier[i] < 2]
         return sols[best]
 
     def _checker(self, scene, inflate_m, floor_offset_m=0.0, at=()):
@@ -579,6 +588,28 @@ class Planner:
         path = LinePath(res.path[0], res.path[-1]) if len(res.path) == 2 else PolylinePath(res.path)
         return path, self.s.path_planner, info
 
+    def _sampled_path_to_any(self, scene, q0, goals):
+        """(_sampled_path result, goal, its description) for the first of ``goals`` ((joint values, description),
+        acceptable IK solutions of a pose goal in rank order) that the sampling planner finds a path to within its
+        time limit (each try has the whole limit): a solution in another branch of the arm (shoulder, elbow or
+        wrist turned over) can be far harder to reach than its rank says. The last failure is raised."""
+        missed = []
+        for k, (q1, what) in enumerate(goals):
+            self._ignored_pairs = set()
+            try:
+                out = self._sampled_path(scene, q0, q1)
+            except PlanningError as e:
+                if e.code != PLANNING_FAILED or k == len(goals) - 1:
+                    if missed:
+                        e.message = f"{e.message} (also no path to {'; '.join(missed)})"
+                    raise
+                missed.append(what.split(" (")[0])
+                log.info("goal pose: no path to %s (%s); trying the next IK solution", what, e.message)
+                continue
+            if missed:
+                what = f"{what}, after no path to {'; '.join(missed)} within the time limit"
+            return out, q1, what
+
     def _singularity(self, Q):
         """manip_core.analysis.path_singularity.check_path of the joint samples Q (None when not checked)."""
         if not self.s.singularity_threshold > 0:
@@ -637,6 +668,31 @@ class Planner:
             return jerk_limited.jerk_limited_trajectory(W, v, a, j, dt, names)
         return trapezoidal.trapezoidal_trajectory(W, v, a, dt, names)
 
+    def _through_corners(self, path, vs, as_, dt):
+        """One motion along the sampling planner's polyline, without a stop at every corner (a cubic/quintic
+        s(t) per straight segment stops at each): TOPP-RA (topp.py) along the C2 spline through its waypoints,
+        time-optimal within the scaled limits and at rest only at both ends, when that spline is free on the
+        planner's collision model (checked as the planner checked the segments) and within the joint limits.
+        None otherwise (or for a path the sampling planner did not make): the caller stops at the corners."""
+        checker = getattr(self, "_last_checker", None)
+        if checker is None or len(path.waypoints) < 3:
+            return None
+        try:
+            traj = topp.toppra_trajectory(path.waypoints, self.velocity_limits * vs, self.acceleration_limits * as_,
+                                          dt, list(self.model.joint_names), checker=checker)
+        except PlanningError as exc:
+            log.info("polyline of %d waypoints: %s; stopping at each corner", len(path.waypoints), exc.message)
+            return None
+        if traj is None:
+            log.info("the spline through the %d waypoints collides: stopping at each corner", len(path.waypoints))
+            return None
+        lo, hi = np.asarray(self.model.joint_lower), np.asarray(self.model.joint_upper)
+        if np.any(traj.positions < lo - 1e-9) or np.any(traj.positions > hi + 1e-9):
+            log.info("the spline through the %d waypoints leaves the joint limits: stopping at each corner",
+                     len(path.waypoints))
+            return None
+        return traj
+
     def _time_scale(self, path, req, vs, as_, dt, dur):
         if req.profile in WAYPOINT_PROFILES:
             return self._waypoint_profile(path, req, vs, as_, dt)
@@ -645,6 +701,9 @@ class Planner:
                   joint_names=list(self.model.joint_names),
                   position_limits=(self.model.joint_lower, self.model.joint_upper))
         if isinstance(path, PolylinePath):
+            traj = self._through_corners(path, vs, as_, dt) if dur == 0.0 else None
+            if traj is not None:
+                return traj
             parts = [time_scale(seg, req.profile, **kw) for seg in path.segments]
             traj = concatenate(parts)
             if dur > 0:
@@ -706,13 +765,18 @@ class Planner:
                 self._check_kept(scene, per, q0, q1, "the straight tip line (a Cartesian line cannot bend around "
                                                      "obstacles: plan in joint space with avoid_obstacles)")
         else:
+            goals = []
             if q1 is None:
                 q1 = self.choose_ik(goal_T, q0, scene if req.avoid_obstacles else None, margin + GROWN_EXTRA_M)
                 details["goal"] = self.last_goal_choice
                 log.info("goal pose: %s", self.last_goal_choice)
+                goals = [(q1, self.last_goal_choice)] + self.goal_alternatives[:GOAL_TRIES - 1]
             sampled = None
             if req.avoid_obstacles and len(scene) and self.s.path_planner != HEURISTICS:
-                sampled = self._sampled_path(scene, q0, q1)
+                if len(goals) > 1:
+                    sampled, q1, details["goal"] = self._sampled_path_to_any(scene, q0, goals)
+                else:
+                    sampled = self._sampled_path(scene, q0, q1)
             if sampled is not None:
                 path, method, info = sampled
                 details.update(info)
