@@ -424,6 +424,8 @@ def test_node_attribute_errors(tmp_path):
         '<node pkg="p" exec="e" output="file"/>': "'file' is not screen, log or both",
         '<node pkg="p" exec="e" respawn="maybe"/>': "attribute 'respawn': expected true or false",
         '<node pkg="p" exec="e" respawn_delay="soon"/>': "'soon' is not a number",
+        '<node pkg="p" exec="e" on_exit="restart"/>': "attribute 'on_exit': expected shutdown",
+        '<node pkg="p" exec="e" on_exit="$(var x)"/>': "attribute 'on_exit': expected shutdown",  # literal
         '<node pkg="p" exec="e"><param name="x" value="{a: 1}"/></node>': "parameter 'x'",
     }
     for body, message in cases.items():
@@ -784,6 +786,42 @@ def test_fail_fast_node_exit_or_fatal_stops_everything_naming_it(tmp_path):
         # quick exited 0 by itself before: not a failure
         assert '[manip-launch] quick exited with code 0' in res.stderr
 
+
+def test_on_exit_shutdown_stops_everything_like_ros2_launch(tmp_path):
+    """on_exit="shutdown" (launch's ExecuteProcess attribute): the node's exit, clean or not, stops every node,
+    with --keep-going too (which otherwise lets the others run); the status is that node's. With respawn, the
+    exit still shuts down (no respawn) and loading warns."""
+    prefix = make_package(tmp_path / 'prefix', 'fake_oe_pkg', {
+        'slow': ok_node(60.0, 0), 'ends': ok_node(0.5, 0), 'fails': ok_node(0.5, 5)})
+    env = launcher_env(prefix)
+    for exe, respawn, status in (('ends', '', 0), ('fails', '', 5), ('ends', ' respawn="true"', 0)):
+        f = write(tmp_path / f'oe-{exe}.launch.xml', f"""
+            <launch>
+              <node pkg="fake_oe_pkg" exec="slow"/>
+              <node pkg="fake_oe_pkg" exec="{exe}" on_exit="shutdown"{respawn}/>
+            </launch>
+        """)
+        plan = load(f)
+        assert [n.on_exit for n in plan.nodes] == [None, 'shutdown']
+        assert bool(respawn) == any('not respawned' in w for w in plan.warnings), plan.warnings
+        for args in (['--color', 'never', f], ['--color', 'never', '--keep-going', f]):
+            t0 = time.monotonic()
+            res = run_launcher(args, env, tmp_path)
+            assert res.returncode == status, (args, res.stderr)
+            assert time.monotonic() - t0 < 30      # not the 60 s of 'slow'
+            assert f'{exe} exited with code {status}; on_exit="shutdown": shutting down' in res.stderr, res.stderr
+            assert 'sending SIGINT to slow' in res.stderr and 'slow exited with code 0' in res.stderr
+            assert 'respawned (start' not in res.stderr and 'respawning' not in res.stderr
+    # --print shows it
+    f = write(tmp_path / 'plain.launch.xml', """
+        <launch>
+          <node pkg="fake_oe_pkg" exec="ends"/>
+          <node pkg="fake_oe_pkg" exec="ends" name="second" on_exit="shutdown"/>
+        </launch>
+    """)
+    assert [n.on_exit for n in load(f).nodes] == [None, 'shutdown']
+    res = run_launcher(['--color', 'never', '--print', f], env, tmp_path)
+    assert res.returncode == 0 and res.stdout.count('on_exit=shutdown') == 1, res.stdout
 
 def test_entry_point_node_runs(tmp_path):
     """A node whose package is a Python distribution with a console-script entry point and no

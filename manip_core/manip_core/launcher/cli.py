@@ -17,8 +17,9 @@ from .xml_frontend import (LaunchFileError, LaunchPlan, declared_arguments, load
 DESCRIPTION = """\
 Start the nodes of a ROS 2 XML launch file, like `ros2 launch FILE name:=value ...` (which cannot be
 installed from PyPI). Supports the subset of launch_xml/launch_ros the manip launch files use: <arg>,
-<let>, <node> with <param>/<remap>, <group>, <push_ros_namespace>, <include> with <arg>, if/unless,
-$(var), $(find-pkg-share), $(env), $(dirname). Anything else is an error naming file, line and element.
+<let>, <node> (respawn, respawn_delay, on_exit="shutdown") with <param>/<remap>, <group>,
+<push_ros_namespace>, <include> with <arg>, if/unless, $(var), $(find-pkg-share), $(env), $(dirname).
+Anything else is an error naming file, line and element.
 """
 
 EPILOG = """\
@@ -37,7 +38,8 @@ Exit status: 128+N (130 for SIGINT, 143 for SIGTERM) when signal N came before e
 without respawn exits non-zero or logs FATAL, every node is stopped and the status is that node's (1
 for FATAL), after a line `[manip-launch] FAILED: NODE ...; last error: LINE`; with --keep-going 1 when
 a node failed and the others ended by themselves; with --exit-on-first-exit the status of the first node to exit; 2 for errors
-in the launch file or its packages.
+in the launch file or its packages. A node with on_exit="shutdown" (as in ros2 launch) stops every node when
+it exits, with any status, --keep-going or not; the status is then that node's (ros2 launch returns 0).
 """
 
 
@@ -99,6 +101,7 @@ def _print_plan(plan: LaunchPlan) -> None:
     for node in plan.nodes:
         where = f'{os.path.relpath(node.file)}:{node.line}'
         extra = f', respawn after {node.respawn_delay:g} s' if node.respawn else ''
+        extra += f', on_exit={node.on_exit}' if node.on_exit else ''
         print(f'# [{node.label}] {node.package}/{node.executable} ({where}{extra})')
         if node.command is None:
             print(f'# NOT FOUND: {node.command_error}')

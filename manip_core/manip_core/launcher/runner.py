@@ -9,6 +9,9 @@
   --keep-going``): the exit is logged and the others keep running, like ros2 launch without
   ``on_exit="shutdown"``; with ``exit_on_first_exit`` the first exit shuts everything down.
   When no node is left running (and none is waiting to respawn), the runner returns.
+* ``on_exit="shutdown"`` on a node (ros2 launch's attribute): its exit, with any status and whether or not it
+  has respawn, logs ``<node> exited ...; on_exit="shutdown": shutting down`` and stops every node, with
+  ``--keep-going`` too; the status is that node's (ros2 launch itself returns 0 then).
 * Shutdown (SIGINT, SIGTERM or SIGHUP to us, or the end of the run): SIGINT to every node's process
   group, up to ``sigterm_timeout`` s, then SIGTERM, up to ``sigkill_timeout`` s, then SIGKILL. A second
   Ctrl-C skips to SIGTERM, a third to SIGKILL. Whole groups are signalled, so what a node started
@@ -154,6 +157,7 @@ class Runner:
         self._stopping = False
         self._first_exit: Optional[int] = None
         self._any_failed = False
+        self._required_exit: Optional[int] = None   # status of an on_exit="shutdown" node that exited
 
     # ---- output ---------------------------------------------------------------------------------
     def _prefix(self, proc: _Proc) -> str:
@@ -259,6 +263,14 @@ class Runner:
         if self._stopping:
             self.log(f'{proc.node.label} {describe_exit(rc)}')
             proc.finished = True
+            return
+        if proc.node.on_exit == 'shutdown' and self._required_exit is None:
+            self.log(f'{proc.node.label} {describe_exit(rc)}; on_exit="shutdown": shutting down')
+            proc.finished = True
+            self._any_failed = self._any_failed or rc != 0
+            if rc != 0:
+                self._fail(proc, describe_exit(rc), exit_status(rc))
+            self._required_exit = exit_status(rc)
             return
         if proc.node.respawn:
             proc.respawn_at = now + proc.node.respawn_delay
@@ -382,7 +394,7 @@ class Runner:
                 self._poll()
                 if self.exit_on_first_exit and self._first_exit is not None:
                     break
-                if self.failure is not None:
+                if self.failure is not None or self._required_exit is not None:
                     break
                 now = time.monotonic()
                 for proc in self.procs:
@@ -400,6 +412,8 @@ class Runner:
                 self.log('a node exited and --exit-on-first-exit is set: shutting down')
             elif self.failure is not None:
                 self.log(f'FAILED: {self.failure}; stopping every node')
+            elif self._required_exit is not None:
+                self.log('a node with on_exit="shutdown" exited: stopping every node')
             self._shutdown()
         finally:
             if own_handlers:
@@ -411,6 +425,8 @@ class Runner:
             return self._first_exit
         if self.failure is not None and not self._signals:
             return self._failure_status
+        if self._required_exit is not None and not self._signals:
+            return self._required_exit
         if not self.graph_up:
             return self.signals.exit_status
         if self._signals:

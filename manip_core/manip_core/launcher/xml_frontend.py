@@ -12,8 +12,10 @@ Supported:
   command line (``name:=value``) or by an ``<include>`` wins over the default; no value and no
   default is an error (all such arguments of a file are listed at once).
 * ``<let name value>``.
-* ``<node pkg exec name? namespace? output? respawn? respawn_delay?>`` with ``<param name value/>``,
-  ``<param from="file.yaml"/>`` and ``<remap from to/>`` children.
+* ``<node pkg exec name? namespace? output? respawn? respawn_delay? on_exit?>`` with ``<param name value/>``,
+  ``<param from="file.yaml"/>`` and ``<remap from to/>`` children. ``on_exit="shutdown"`` (launch's
+  ExecuteProcess attribute, literal, the only value it accepts): the node's exit, with any status, shuts the
+  whole launch down; a node with respawn and ``on_exit`` is not respawned (ros2 launch's Shutdown wins too).
 * ``<group scoped?>`` (scoped by default: launch configurations set inside, ``<push_ros_namespace>``
   included, do not leak out) and ``<push_ros_namespace namespace/>`` (also ``push-ros-namespace``).
 * ``<include file>`` with ``<arg name value/>`` children. As in ros2 launch, an include is NOT a
@@ -242,7 +244,8 @@ _SPECS = {
                  ('choice',)),
     'choice': _Spec(('value',), required=('value',)),
     'let': _Spec(('name', 'value') + _COND, ('name', 'value') + _COND, ('name', 'value')),
-    'node': _Spec(('pkg', 'exec', 'name', 'namespace', 'output', 'respawn', 'respawn_delay') + _COND,
+    'node': _Spec(('pkg', 'exec', 'name', 'namespace', 'output', 'respawn', 'respawn_delay', 'on_exit')
+                  + _COND,
                   ('pkg', 'exec', 'name', 'namespace', 'output', 'respawn') + _COND,
                   ('pkg', 'exec'), ('param', 'remap')),
     'param': _Spec(('name', 'value', 'from'), ('name', 'value', 'from')),
@@ -318,6 +321,7 @@ class NodeDescription:
     file: str
     line: int
     label: str = ''
+    on_exit: Optional[str] = None            # 'shutdown': its exit (any status) shuts the launch down
     command: Optional[List[str]] = None      # how to start the executable (before --ros-args)
     command_error: Optional[str] = None      # why it could not be resolved
 
@@ -676,6 +680,13 @@ def _visit_node(el: _Element, ctx: _Context) -> None:
                        '(seconds)') from None
     if delay < 0:
         raise el.error("attribute 'respawn_delay' must be >= 0")
+    on_exit = el.attrs.get('on_exit')  # literal, as launch's ExecuteProcess.parse compares it
+    if on_exit is not None and on_exit != 'shutdown':
+        raise el.error(f"attribute 'on_exit': expected shutdown (the only on_exit action of ros2 launch's "
+                       f'XML), got {on_exit!r}')
+    if on_exit and respawn:
+        ctx.warnings.append(f'{el.file}:{el.line}: <node>: respawn="true" with on_exit="shutdown": the first '
+                            'exit shuts the launch down and the node is not respawned (as in ros2 launch)')
     params: List[Tuple[str, ...]] = []
     remaps: List[Tuple[str, str]] = []
     for child in el.children:
@@ -698,7 +709,7 @@ def _visit_node(el: _Element, ctx: _Context) -> None:
         else:
             remaps.append((_attr(child, 'from', ctx), _attr(child, 'to', ctx)))
     node = NodeDescription(pkg, exe, name, ns, params, remaps, output, bool(respawn), delay,
-                           el.file, el.line)
+                           el.file, el.line, on_exit=on_exit)
     if ctx.resolve_executables:
         try:
             node.command = ctx.resolver.executable(pkg, exe)
