@@ -50,7 +50,8 @@ import cv2  # noqa: E402
 
 from manip_perception.image_conversion import image_to_numpy, numpy_to_image, to_mono8  # noqa: E402
 from manip_perception.obstacles import MIN_CLUSTER_POINTS, ObstacleParams, detect_obstacles, warm_up  # noqa: E402
-from manip_perception.stereo import (DisparityMatcher, SgbmParams, back_project, depth_resolution,  # noqa: E402
+from manip_perception.stereo import (DisparityMatcher, SgbmParams, back_project, back_project_disparity,  # noqa: E402
+                                     depth_resolution,
                                      disparity_range, disparity_to_depth)
 from manip_perception.tracking import ObstacleTracker  # noqa: E402
 
@@ -164,8 +165,8 @@ def run_chain(inp, sgbm, params, reps, body=None, min_depth=0.45, max_depth=3.0,
             stages['matcher_cpu'].append(time.process_time() - m0)
             t2, u2 = time.perf_counter(), tt()
             f = fx * scale
-            pts = back_project(disparity_to_depth(disp, f, B), f, f, (cx + 0.5) * scale - 0.5,
-                               (cy + 0.5) * scale - 0.5, max_depth=max_depth, min_depth=min_depth)
+            pts = back_project_disparity(disp, f, B, 0.0, f, (cx + 0.5) * scale - 0.5, (cy + 0.5) * scale - 0.5,
+                                         max_depth=max_depth, min_depth=min_depth)  # the node's path
             t3, u3 = time.perf_counter(), tt()
             posed = body.at(q) if (body is not None and q is not None) else None
             det = detect_obstacles(pts, params, robot=posed)

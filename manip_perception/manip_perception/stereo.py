@@ -328,22 +328,30 @@ def depth_to_disparity(depth, fx, baseline, doffs=0.0):
 
 
 @numba.njit(cache=True)
-def _back_project(z, fx, fy, cx, cy, R, min_depth, max_depth):
-    """Points (N, 3) float32 and their pixel rows/columns, in row-major pixel order (one pass to count)."""
-    h, w = z.shape
+def _back_project(img, fB, doffs, fx, fy, cx, cy, R, min_depth, max_depth, pixels):
+    """Points (N, 3) float32 in row-major pixel order (one pass to count), and when ``pixels`` their pixel
+    rows/columns (else empty arrays). ``img``: depth (m) when ``fB`` is 0, else disparity (px), turned into
+    depth on the way as disparity_to_depth does (float32: Z = fB / (d - doffs), only where d - doffs > 0)."""
+    h, w = img.shape
     n = 0
     for v in range(h):
         for u in range(w):
-            d = z[v, u]
+            d = img[v, u]
+            if fB != 0:
+                d = d - doffs
+                d = fB / d if d > 0 else np.float32(np.nan)
             if d > min_depth and d <= max_depth:  # False for NaN
                 n += 1
     pts = np.empty((n, 3), np.float32)
-    vv = np.empty(n, np.int64)
-    uu = np.empty(n, np.int64)
+    vv = np.empty(n if pixels else 0, np.int64)
+    uu = np.empty(n if pixels else 0, np.int64)
     k = 0
     for v in range(h):
         for u in range(w):
-            d = z[v, u]
+            d = img[v, u]
+            if fB != 0:
+                d = d - doffs
+                d = fB / d if d > 0 else np.float32(np.nan)
             if d > min_depth and d <= max_depth:
                 x = (u - cx) * d / fx
                 y = (v - cy) * d / fy
@@ -351,8 +359,9 @@ def _back_project(z, fx, fy, cx, cy, R, min_depth, max_depth):
                 pts[k, 0] = x * R[0, 0] + y * R[1, 0] + d * R[2, 0]
                 pts[k, 1] = x * R[0, 1] + y * R[1, 1] + d * R[2, 1]
                 pts[k, 2] = x * R[0, 2] + y * R[1, 2] + d * R[2, 2]
-                vv[k] = v
-                uu[k] = u
+                if pixels:
+                    vv[k] = v
+                    uu[k] = u
                 k += 1
     return pts, vv, uu
 
@@ -366,11 +375,25 @@ def back_project(depth, fx, fy, cx, cy, colors=None, rotation=None, max_depth=No
     left rectification R so that the points are in the raw left optical frame).
     ``min_depth``/``max_depth``: keep ``min_depth < Z <= max_depth``.
     """
-    z = np.ascontiguousarray(depth, dtype=np.float32)
+    return _points(depth, 0.0, 0.0, fx, fy, cx, cy, colors, rotation, max_depth, min_depth)
+
+
+def back_project_disparity(disparity, fx, baseline, doffs, fy, cx, cy, colors=None, rotation=None, max_depth=None,
+                           min_depth=0.0):
+    """back_project(disparity_to_depth(disparity, fx, baseline, doffs), fx, fy, cx, cy, ...) in one pass over
+    the image, without the depth image (the same float32 depths, the same points): the node's path."""
+    if not (fx > 0 and baseline > 0):
+        raise StereoError(f"back-projection needs fx > 0 and baseline > 0, got {fx}, {baseline}")
+    return _points(disparity, fx * baseline, doffs, fx, fy, cx, cy, colors, rotation, max_depth, min_depth)
+
+
+def _points(img, fB, doffs, fx, fy, cx, cy, colors, rotation, max_depth, min_depth):
+    z = np.ascontiguousarray(img, dtype=np.float32)
     h, w = z.shape
     R = np.eye(3) if rotation is None else np.asarray(rotation, dtype=np.float64)
-    pts, v, u = _back_project(z, float(fx), float(fy), float(cx), float(cy), R, float(min_depth),
-                              np.inf if max_depth is None else float(max_depth))
+    pts, v, u = _back_project(z, np.float32(fB), np.float32(doffs), float(fx), float(fy), float(cx), float(cy), R,
+                              float(min_depth), np.inf if max_depth is None else float(max_depth),
+                              colors is not None)
     if colors is not None:
         c = np.asarray(colors)
         if c.shape[:2] != (h, w):

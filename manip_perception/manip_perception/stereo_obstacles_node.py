@@ -49,7 +49,7 @@ from .image_conversion import ImageConversionError, fill_image, image_to_numpy, 
 from .obstacles import (LEVEL_CAMERA_XYZW, MIN_CLUSTER_POINTS, ObstacleError, ObstacleParams, camera_pose_matrix,
                         detect_obstacles, warm_up)
 from .pairing import StereoPairer
-from .stereo import (Calibration, DisparityMatcher, Rectifier, SgbmParams, StereoError, back_project,
+from .stereo import (Calibration, DisparityMatcher, Rectifier, SgbmParams, StereoError, back_project_disparity,
                      disparity_range, pack_pointcloud2)
 from .tf_buffer import TransformBuffer, TransformError
 from .known_objects import KNOWN_OBJECTS_QOS_DEPTH, KnownObjects
@@ -559,15 +559,15 @@ class StereoObstaclesNode(Node):
         t1 = time.perf_counter()
         disp = self._get_matcher(g).compute(grey_l, grey_r)
         t2 = time.perf_counter()
-        depth = g.depth_from_disparity(disp)
         want_cloud = self.config.values['publish_points'] and self._pub_points.get_subscription_count() > 0
         colors = None
         if want_cloud:
             colors = to_rgb8(left, left_msg.encoding)
             if not rect.is_noop:
                 colors, _ = rect.rectify(colors, colors)
-        res = back_project(depth, g.fx, g.fy, g.cx, g.cy, colors=colors, rotation=g.R_left,
-                           max_depth=self.config.values['max_depth'], min_depth=self.config.values['min_depth'])
+        res = back_project_disparity(disp, g.fx, g.baseline, g.doffs, g.fy, g.cx, g.cy, colors=colors,
+                                     rotation=g.R_left, max_depth=self.config.values['max_depth'],
+                                     min_depth=self.config.values['min_depth'])
         points, point_colors = res if colors is not None else (res, None)
         t3 = time.perf_counter()
         header = left_msg.header

@@ -157,10 +157,31 @@ def voxelize(points, voxel_size, min_points=1, transform=None, lower=None, upper
             break
         b.size_table(b.table.shape[0])  # voxels > capacity / 2: a table 4 times as large
     b.last_voxels = m
-    counts = b.counts[:m]
-    keep = counts >= min_points
-    cent = (b.sums[:m][keep] / counts[keep, None]).astype(np.float32)
-    return cent, counts[keep].copy(), b.ijk[:m][keep].copy(), int(kept)
+    cent, counts, ijk = _finish(b.sums, b.counts, b.ijk, m, int(min_points))
+    return cent, counts, ijk, int(kept)
+
+
+@numba.njit(cache=True)
+def _finish(sums, counts, ijk, m, min_points):
+    """Centroids (float32), counts and indices of the first m voxels with at least min_points points, in order
+    (one pass instead of numpy's masks and temporaries: 0.95 -> about 0.2 ms for 15k voxels)."""
+    k = 0
+    for a in range(m):
+        if counts[a] >= min_points:
+            k += 1
+    cent = np.empty((k, 3), np.float32)
+    out_counts = np.empty(k, np.int64)
+    out_ijk = np.empty((k, 3), np.int64)
+    k = 0
+    for a in range(m):
+        c = counts[a]
+        if c >= min_points:
+            for d in range(3):
+                cent[k, d] = sums[a, d] / c
+                out_ijk[k, d] = ijk[a, d]
+            out_counts[k] = c
+            k += 1
+    return cent, out_counts, out_ijk
 
 
 @numba.njit(cache=True)

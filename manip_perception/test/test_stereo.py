@@ -7,7 +7,8 @@ import pytest
 
 from manip_perception.obstacles import ObstacleParams, camera_pose_matrix, detect_obstacles, transform_points
 from manip_perception.stereo import (POINTFIELD_FLOAT32, Calibration, DisparityMatcher, Rectifier, SgbmParams,
-                                     StereoError, back_project, depth_to_disparity, disparity_to_depth,
+                                     StereoError, back_project, back_project_disparity, depth_to_disparity,
+                                     disparity_to_depth,
                                      pack_pointcloud2, stereo_geometry, unpack_pointcloud2)
 
 
@@ -139,6 +140,28 @@ def test_doffs_and_depth_formula():
     assert z[0, 0] == pytest.approx(500 * 0.1 / 8)
     assert np.isnan(z[0, 1:]).all()
     np.testing.assert_allclose(depth_to_disparity(z[:, :1], 500.0, 0.1, doffs=2.0), [[10.0]], rtol=1e-6)
+
+
+def test_back_project_disparity_is_back_project_of_the_depth():
+    """The node's one-pass path (disparity -> points) gives the points, in the same order, of the two-step one
+    (disparity_to_depth, then back_project), bit for bit: with doffs, a rectification rotation, colours, the
+    depth window, NaN, zero and negative disparities."""
+    rng = np.random.default_rng(3)
+    d = rng.uniform(-5.0, 120.0, (48, 64)).astype(np.float32)
+    d[rng.random(d.shape) < 0.2] = np.nan
+    d[0, :5] = 2.0  # d - doffs == 0
+    colours = rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)
+    R = _rot([0.3, 1.0, 0.2], 3.0)
+    kw = dict(colors=colours, rotation=R, max_depth=3.0, min_depth=0.45)
+    want, want_c = back_project(disparity_to_depth(d, 457.0, 0.12, doffs=2.0), 457.0, 455.0, 320.3, 239.1, **kw)
+    got, got_c = back_project_disparity(d, 457.0, 0.12, 2.0, 455.0, 320.3, 239.1, **kw)
+    assert len(want) > 1000
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_c, want_c)
+    np.testing.assert_array_equal(back_project_disparity(d, 457.0, 0.12, 2.0, 455.0, 320.3, 239.1), back_project(
+        disparity_to_depth(d, 457.0, 0.12, doffs=2.0), 457.0, 455.0, 320.3, 239.1))
+    with pytest.raises(StereoError):
+        back_project_disparity(d, 457.0, 0.0, 0.0, 457.0, 320.0, 240.0)
 
 
 def _rot(axis, deg):
