@@ -271,6 +271,11 @@ def run_ros(model, law_name, condition, duration):
 
 
 PYBULLET_CONDITIONS = ["exact", "payload", "inertia+20%", "noise", "noise+kalman"]
+# wall s sim_bridge waits for a command older than the lockstep age before it steps anyway (the demo: 0.05 s).
+# On a loaded machine a controller starved for longer than that left the arm on a stale effort for several
+# periods, a delay the laws are not sized for, and rows differed between runs with the load; 0.5 s keeps the
+# lockstep (and the measured delay, about two periods) in every run.
+LOCKSTEP_MAX_WAIT_S = 0.5
 
 
 def _sim_urdf(model, condition, out_dir):
@@ -306,12 +311,12 @@ def _sim_urdf(model, condition, out_dir):
 def run_pybullet(model, law_name, condition, duration, seed=0):
     """The trajectory on PyBullet through manip_sim's sim_bridge (lockstep with the controller at 250 Hz, as
     in the simulated pick-and-place) and the real controller node, both in subprocesses. The simulator's URDF
-    carries the payload or the heavier links (the controller keeps the nominal model). Noise: bench/noise_relay.py
-    (a process of its own) republishes joint_states with N(0, (1e-3 rad)^2) on every position and velocities by
-    differencing those positions (an encoder-only driver); the controller subscribes to the relay, and with
-    "noise+kalman" filters it (state_estimator kalman). Errors: the controller's desired positions against the
-    simulator's own joint_states at the same stamps; velocity estimate error: the controller's actual
-    velocities against the simulator's."""
+    carries the payload or the heavier links (the controller keeps the nominal model). Noise: sim_bridge's own
+    encoder noise (encoder_noise_rad 1e-3, seeded: N(0, (1e-3 rad)^2) on every position of joint_states and
+    velocities by differencing those positions, an encoder-only driver; the true state on sim/joint_states);
+    with "noise+kalman" the controller filters it (state_estimator kalman). Errors: the controller's desired
+    positions against the simulator's true joint state at the same stamps; velocity estimate error: the
+    controller's actual velocities (what it used) against the simulator's true ones."""
     import importlib.util
     import tempfile
 
@@ -334,8 +339,12 @@ def run_pybullet(model, law_name, condition, duration, seed=0):
         scene_path.write_text(yaml.safe_dump(scene))
         sim = [sys.executable, "-m", "manip_sim.sim_bridge_node", "--ros-args",
                "-p", f"scene_file:={scene_path}", "-p", "camera_rate_hz:=0.0", "-p", "objects_rate_hz:=0.0",
-               "-p", "lockstep_max_age:=0.008", "-p", "lockstep_max_wait:=0.05", "-p", "clock_rate_hz:=250.0",
+               "-p", "lockstep_max_age:=0.008", "-p", f"lockstep_max_wait:={LOCKSTEP_MAX_WAIT_S}",
+               "-p", "clock_rate_hz:=250.0",
                "-p", "use_sim_time:=false"]
+        if noisy:   # the encoder readings on joint_states_encoder (the controller's input), the truth on joint_states
+            sim += ["-p", f"encoder_noise_rad:={NOISE_RAD}", "-p", f"encoder_noise_seed:={seed}",
+                    "-r", "joint_states:=joint_states_encoder", "-r", "sim/joint_states:=joint_states"]
         ctrl = [sys.executable, "-m", "manip_control.controller_node", "--ros-args",
                 "-p", f"urdf_path:={model.source}", "-p", f"base_link:={model.base_link}",
                 "-p", f"tip_link:={model.tip_link}", "-p", "use_sim_time:=true", "-p", "state_timeout:=0.25",
@@ -348,10 +357,8 @@ def run_pybullet(model, law_name, condition, duration, seed=0):
             ctrl += ["-p", "state_estimator:=kalman", "-p", f"kalman.measurement_noise:={NOISE_RAD}",
                      "-p", f"kalman.process_noise:={KALMAN_PSD}"]
         if noisy:
-            ctrl += ["-r", "joint_states:=joint_states_noisy"]
+            ctrl += ["-r", "joint_states:=joint_states_encoder"]
         nodes = [sim, ctrl]
-        if noisy:  # bench/noise_relay.py: its own process (joint_states -> joint_states_noisy)
-            nodes.append([sys.executable, str(ROOT / "bench" / "noise_relay.py"), repr(NOISE_RAD), str(seed)])
         with rig_mod.running_nodes(nodes, Path(tmp), extra_packages=(manip_sim,)) as (obs, procs):
 
             def alive():
@@ -437,7 +444,7 @@ def main(argv=None):
             "PyBullet (manip_sim sim_bridge, 500 Hz physics, lockstep) and the real controller node over DDS, "
             "control at").replace("Not PyBullet/sim_bridge/controller node.",
                                   "Errors against the simulator's joint_states; payload and heavier links in the "
-                                  "simulated URDF only; noise added by a relay between the two.")
+                                  "simulated URDF only; encoder noise by sim_bridge (encoder_noise_rad).")
         if results:
             loads = [r["load_1min"] for r in results]
             text = text.replace("\n\n## ", f"\n\n1-minute load average after each run: {min(loads):.1f}-"

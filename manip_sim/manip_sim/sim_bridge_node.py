@@ -9,6 +9,8 @@ Publishes (names relative, except /clock; see docs/graph.md):
       replaced by "right", e.g. stereo_right_optical); right P[3] = -fx * baseline. Stamp: the simulated
       time of the state that was rendered.
   sim/objects (manip_msgs/SceneObjectArray)  ground truth in base_frame, objects_rate_hz
+  sim/joint_states (sensor_msgs/JointState)  only with encoder_noise_rad > 0: the true joint state (ground
+      truth, the stamps of joint_states), while joint_states carries the noisy encoder readings
   /tf_static (tf2_msgs/TFMessage, transient local)  world_frame -> base_frame (the scene's robot base pose;
       left out when world_frame is empty or equal to base_frame), base_frame -> camera_frame and
       camera_frame -> right_camera_frame (the stereo pair), once at start-up
@@ -24,6 +26,11 @@ Robot: the scene's robot, or the one given by the urdf_path (path or package:// 
   tip_link parameters (the launch file's robot arguments); a scene naming another one is a configuration error
   (manip_sim.scene.with_robot). Without initial_positions it starts at manip_core.ready_pose's ready configuration
   (logged). Joints outside the base -> tip chain (fingers) are held at 0, where the model welds them.
+
+Encoder noise (encoder_noise_rad, default 0: none): joint_states then carries every position plus
+N(0, encoder_noise_rad^2) rad, drawn from a generator seeded by encoder_noise_seed, and velocities by
+differencing those noisy positions over the publishing interval (an encoder-only driver); the true state goes
+to sim/joint_states.
 
 The physics runs in its own thread (paced to wall time by real_time_factor, 0: as fast as possible); the
 stereo pair is rendered by a child process (manip_sim.camera.RenderProcess) at camera_rate_hz of simulated
@@ -147,6 +154,12 @@ class SimBridge(Node):
         self.pub_clock = self.create_publisher(Clock, "/clock", stream)
         self.pub_joints = self.create_publisher(JointState, "joint_states", stream)
         self.pub_objects = self.create_publisher(SceneObjectArray, "sim/objects", reliable)
+        # encoder noise: a seeded generator, the previous noisy positions (for the differenced velocities) and
+        # the ground truth topic (created only with noise, so that the default graph is unchanged)
+        self._noise_rng = np.random.default_rng(p["encoder_noise_seed"])
+        self._noisy_prev = None
+        self.pub_true_joints = self.create_publisher(JointState, "sim/joint_states", stream) \
+            if p["encoder_noise_rad"] > 0 else None
         self.pub_images = [self.create_publisher(Image, f"stereo/{s}/image_rect", qos_profile_sensor_data)
                            for s in ("left", "right")]
         self.pub_infos = [self.create_publisher(CameraInfo, f"stereo/{s}/camera_info", qos_profile_sensor_data)
@@ -186,6 +199,9 @@ class SimBridge(Node):
                  f"joint_states {rate / self._every_joints:g} Hz, /clock {rate / self._every_clock:g} Hz, "
                  f"sim/objects {p['objects_rate_hz']:g} Hz, command_timeout {p['command_timeout']:g} s, "
                  f"camera {p['camera_rate_hz']:g} Hz")
+        if p["encoder_noise_rad"] > 0:
+            log.info(f"encoder noise: joint_states positions + N(0, ({p['encoder_noise_rad']:g} rad)^2) (seed "
+                     f"{p['encoder_noise_seed']}), velocities by differencing them; true state on sim/joint_states")
 
         if self._every_camera:
             c = self.camera
@@ -236,6 +252,8 @@ class SimBridge(Node):
             "camera_rate_hz": 2.0,
             "objects_rate_hz": 10.0,
             "world_frame": "world",
+            "encoder_noise_rad": 0.0,
+            "encoder_noise_seed": 0,
             **CAMERA_DEFAULTS,
         }
         values = {}
@@ -245,8 +263,10 @@ class SimBridge(Node):
             values[name] = self.declare_parameter(name, default,
                                                   ParameterDescriptor(read_only=name in ("scene_file", "urdf_path"))).value
         for name in ("physics_rate_hz", "publish_rate_hz", "clock_rate_hz", "real_time_factor", "command_timeout",
-                     "lockstep_max_age", "lockstep_max_wait", "camera_rate_hz", "objects_rate_hz", "stereo_baseline", "horizontal_fov_deg"):
+                     "lockstep_max_age", "lockstep_max_wait", "camera_rate_hz", "objects_rate_hz", "stereo_baseline",
+                     "horizontal_fov_deg", "encoder_noise_rad"):
             values[name] = float(values[name])
+        values["encoder_noise_seed"] = int(values["encoder_noise_seed"])
         for name in ("camera_position", "camera_orientation_xyzw"):
             values[name] = [float(v) for v in values[name]]
         values["image_width"], values["image_height"] = int(values["image_width"]), int(values["image_height"])
@@ -254,7 +274,7 @@ class SimBridge(Node):
             if not values[name] > 0:
                 raise ValueError(f"parameter {name} must be > 0, got {values[name]}")
         for name in ("real_time_factor", "command_timeout", "camera_rate_hz", "objects_rate_hz", "clock_rate_hz",
-                     "lockstep_max_age", "lockstep_max_wait"):
+                     "lockstep_max_age", "lockstep_max_wait", "encoder_noise_rad", "encoder_noise_seed"):
             if not values[name] >= 0:
                 raise ValueError(f"parameter {name} must be >= 0, got {values[name]}")
         if values["publish_rate_hz"] > values["physics_rate_hz"]:
@@ -331,6 +351,9 @@ class SimBridge(Node):
             msg.position = js.positions.tolist()
             msg.velocity = js.velocities.tolist()
             msg.effort = js.efforts.tolist()
+            if self.pub_true_joints is not None:
+                self.pub_true_joints.publish(msg)
+                msg = self._with_encoder_noise(msg, js.positions, w.time)
             self.pub_joints.publish(msg)
         if k % self._every_clock == 0:
             self.pub_clock.publish(Clock(clock=stamp))
@@ -353,6 +376,18 @@ class SimBridge(Node):
         if self._every_camera and k % self._every_camera == 0 and self._renderer.ready:
             if not self._renderer.request(w.time, w.render_state()):
                 self._image_stats["dropped"] += 1
+
+    def _with_encoder_noise(self, true_msg, q_rad, t_s):
+        """A copy of ``true_msg`` with encoder noise on the positions and the velocities (rad/s) differenced
+        from the previous noisy positions (the first message keeps the true velocities)."""
+        z = q_rad + self._noise_rng.normal(0.0, self._params["encoder_noise_rad"], q_rad.shape)
+        msg = JointState(header=true_msg.header, name=true_msg.name, position=z.tolist(),
+                         velocity=list(true_msg.velocity), effort=list(true_msg.effort))
+        prev = self._noisy_prev
+        if prev is not None and t_s > prev[0]:
+            msg.velocity = ((z - prev[1]) / (t_s - prev[0])).tolist()
+        self._noisy_prev = (t_s, z)
+        return msg
 
     def _wait_for_controller(self):
         """Lockstep (lockstep_max_age > 0): while a controller drives the arm in effort mode and its latest

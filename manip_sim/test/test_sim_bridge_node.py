@@ -52,6 +52,9 @@ class Probe:
         n = self.node
 
         def keep(key, limit=400):
+            self.msgs.setdefault(key, [])
+            self.totals.setdefault(key, 0)
+
             def cb(msg):
                 with self.lock:
                     lst = self.msgs[key]
@@ -67,6 +70,7 @@ class Probe:
             n.create_subscription(Image, f"stereo/{side}/image_rect", keep(side, 4), qos_profile_sensor_data)
             n.create_subscription(CameraInfo, f"stereo/{side}/camera_info", keep(f"{side}_info", 20),
                                   qos_profile_sensor_data)
+        self.keep = keep
         self.effort_pub = n.create_publisher(Float64MultiArray, "effort_controller/commands", 10)
         self.Float64MultiArray = Float64MultiArray
         self.grasp = n.create_client(Grasp, "gripper/grasp")
@@ -113,8 +117,8 @@ class Probe:
         self.rclpy.try_shutdown(context=self.context)
 
 
-@pytest.fixture(scope="module")
-def bridge(tmp_path_factory):
+def _start_bridge(tmp_path_factory, params):
+    """(process, probe, log path) of a sim_bridge with the pick-and-place scene and ``params``."""
     domain = random.randint(100, 200)
     env = dict(os.environ)
     env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
@@ -123,13 +127,18 @@ def bridge(tmp_path_factory):
     log = tmp_path_factory.mktemp("sim_bridge") / "node.log"
     cmd = [sys.executable, "-m", "manip_sim.sim_bridge_node", "--ros-args",
            "--params-file", str(CONFIG / "stereo_camera.yaml"),
-           "-p", f"scene_file:={CONFIG / 'pick_place_scene.yaml'}",
-           "-p", f"image_width:={WIDTH}", "-p", f"image_height:={HEIGHT}",
-           "-p", "camera_rate_hz:=4.0", "-p", "command_timeout:=0.5",
+           "-p", f"scene_file:={CONFIG / 'pick_place_scene.yaml'}", *params,
            "--log-level", "sim_bridge:=debug"]
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-    probe = Probe(domain)
+    return proc, Probe(domain), log
+
+
+@pytest.fixture(scope="module")
+def bridge(tmp_path_factory):
+    proc, probe, log = _start_bridge(tmp_path_factory, [
+        "-p", f"image_width:={WIDTH}", "-p", f"image_height:={HEIGHT}",
+        "-p", "camera_rate_hz:=4.0", "-p", "command_timeout:=0.5"])
     state = {"proc": proc, "probe": probe, "log": log}
     try:
         yield state
@@ -165,6 +174,56 @@ def test_joint_states_and_clock_arrive(bridge):
     assert bridge["proc"].poll() is None
     log = _log_text(bridge)
     assert "robot 'ur5'" in log and "cube" in log and "pillar" in log and "physics 500 Hz" in log
+
+
+def test_no_ground_truth_joint_states_without_encoder_noise(bridge):
+    p = bridge["probe"]
+    assert _wait(lambda: p.count("joint_states") > 5, 30)
+    topics = dict(p.node.get_topic_names_and_types())
+    assert "/joint_states" in topics and "/sim/objects" in topics
+    assert "/sim/joint_states" not in topics
+
+
+def test_encoder_noise_on_joint_states_and_the_truth_on_sim_joint_states(tmp_path_factory):
+    """encoder_noise_rad 1e-3: joint_states positions = the true ones (sim/joint_states, same stamps) plus
+    noise whose sample mean and standard deviation match N(0, 1e-6 rad^2) (bounds: 5 standard errors of the
+    mean, and the 99.99 % chi-square band for the deviation over the samples taken), different per joint and
+    message; velocities = the differences of consecutive noisy positions over their stamps."""
+    from sensor_msgs.msg import JointState
+    sigma = 1e-3
+    proc, p, log = _start_bridge(tmp_path_factory, [
+        "-p", "camera_rate_hz:=0.0", "-p", "objects_rate_hz:=0.0", "-p", f"encoder_noise_rad:={sigma}",
+        "-p", "encoder_noise_seed:=7"])
+    try:
+        p.node.create_subscription(JointState, "joint_states", p.keep("noisy", 2000), 300)
+        p.node.create_subscription(JointState, "sim/joint_states", p.keep("truth", 2000), 300)
+        assert _wait(lambda: p.count("noisy") > 400 and p.count("truth") > 400, 60), log.read_text()[-3000:]
+        assert "encoder noise: joint_states positions + N(0, (0.001 rad)^2) (seed 7)" in log.read_text()
+        with p.lock:
+            noisy = [m for _, m in p.msgs["noisy"]]
+            truth = {(m.header.stamp.sec, m.header.stamp.nanosec): m for _, m in p.msgs["truth"]}
+    finally:
+        p.close()
+        proc.kill()
+        proc.wait(5)
+    stamp = lambda m: (m.header.stamp.sec, m.header.stamp.nanosec)  # noqa: E731
+    pairs = [(m, truth[stamp(m)]) for m in noisy if stamp(m) in truth]
+    assert len(pairs) > 300, (len(noisy), len(truth))
+    noise = np.array([np.subtract(m.position, t.position) for m, t in pairs])     # (N, 6) rad
+    n = noise.size
+    assert abs(noise.mean()) < 5.0 * sigma / np.sqrt(n), noise.mean()
+    # (n - 1) s^2 / sigma^2 ~ chi^2(n - 1): within +-3.9 standard deviations sqrt(2 (n - 1)) of its mean
+    chi2 = (n - 1) * noise.var(ddof=1) / sigma ** 2
+    assert abs(chi2 - (n - 1)) < 3.9 * np.sqrt(2.0 * (n - 1)), (chi2, n)
+    assert np.all(noise != 0.0) and np.unique(noise).size == n
+    # velocities: differenced noisy positions between consecutive messages (the publishing interval)
+    checked = 0
+    for (a, _), (b, _) in zip(pairs, pairs[1:]):
+        dt = (b.header.stamp.sec - a.header.stamp.sec) + 1e-9 * (b.header.stamp.nanosec - a.header.stamp.nanosec)
+        if abs(dt - 1.0 / 250.0) < 1e-9:    # neighbours (the subscription may have missed none or some)
+            np.testing.assert_allclose(b.velocity, (np.array(b.position) - a.position) / dt, atol=1e-9)
+            checked += 1
+    assert checked > 300, checked
 
 
 def test_effort_command_moves_a_joint(bridge):
