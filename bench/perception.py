@@ -237,14 +237,16 @@ def _process_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
-def node_end_to_end(inp, seconds=10.0, publish_hz=60.0):
+def node_end_to_end(inp, seconds=10.0, rates_hz=(30.0, 60.0)):
     """The stereo_obstacles node itself (a subprocess, its defaults: block matching, self-filter off, the
     scene's camera pose, depth range and workspace as parameters) fed over DDS from this process: mono8 pairs
-    and camera_infos at ``publish_hz`` (faster than it can process: it keeps the newest pair), for ``seconds``
-    after the first output. Returns the ObstacleArray rate out (Hz, wall clock), the latency per output (image
-    stamp = publish time -> ObstacleArray received, ms), the node's CPU ms per output (every thread of its
-    process, /proc), this process's CPU (publishing the images, receiving), and the 1-minute load before and
-    after; None when ROS cannot run here."""
+    and camera_infos of the rendered scene, for ``seconds`` at each rate of ``rates_hz`` in turn (the same node,
+    after its first output): 30 Hz, a camera's rate (does it keep up?), then 60 Hz, faster than it can
+    process (it keeps the newest pair: its capacity). Per rate: the ObstacleArray rate out (Hz, wall clock),
+    pairs in and outputs, the latency per output (publish -> ObstacleArray received, ms), the node's CPU ms per
+    output (every thread of its process, /proc), this process's CPU (publishing, receiving), whether the
+    outputs came in stamp order, and the 1-minute load before and after. A list of dicts; None when ROS
+    cannot run here."""
     import random
     import struct
     import threading
@@ -295,6 +297,7 @@ def node_end_to_end(inp, seconds=10.0, publish_hz=60.0):
         raw[side + '_info'] = bytearray(serialize_message(cam.camera_info(side)))
     sent = {}  # stamp ns -> monotonic publish time
     stop = threading.Event()
+    rate = [rates_hz[0]]
 
     def publish():
         k, t_next = 0, time.monotonic()
@@ -305,7 +308,7 @@ def node_end_to_end(inp, seconds=10.0, publish_hz=60.0):
                 struct.pack_into('<iI', raw[key], 4, stamp // 1_000_000_000, stamp % 1_000_000_000)  # CDR header
                 pubs[key].publish(bytes(raw[key]))
             sent[stamp] = time.monotonic()
-            t_next += 1.0 / publish_hz
+            t_next = max(t_next + 1.0 / rate[0], time.monotonic() - 0.1)  # no catching up after a stall
             time.sleep(max(0.0, t_next - time.monotonic()))
 
     out = None
@@ -322,24 +325,33 @@ def node_end_to_end(inp, seconds=10.0, publish_hz=60.0):
             ex.spin_once(timeout_sec=0.05)
         if not received:
             raise RuntimeError(f'no obstacles from the node within 60 s: {Path(logf.name).read_text()[-2000:]}')
-        load0 = _load_average()
-        n0, cpu0, me0, t0 = len(received), _process_cpu_s(proc.pid), time.process_time(), time.monotonic()
-        while time.monotonic() < t0 + seconds:
-            ex.spin_once(timeout_sec=0.01)
-        n1, cpu1, me1, t1 = len(received), _process_cpu_s(proc.pid), time.process_time(), time.monotonic()
+        out = []
+        for hz in rates_hz:
+            rate[0] = hz
+            t_settle = time.monotonic() + 1.0  # the new rate reaches the node
+            while time.monotonic() < t_settle:
+                ex.spin_once(timeout_sec=0.01)
+            load0 = _load_average()
+            n0, cpu0, me0, t0 = len(received), _process_cpu_s(proc.pid), time.process_time(), time.monotonic()
+            while time.monotonic() < t0 + seconds:
+                ex.spin_once(timeout_sec=0.01)
+            n1, cpu1, me1, t1 = len(received), _process_cpu_s(proc.pid), time.process_time(), time.monotonic()
+            win = received[n0:n1]
+            lat = [(t - sent[st]) * 1e3 for t, st, _ in win if st in sent]
+            stamps = [st for _, st, _ in win]
+            frames = n1 - n0
+            pairs = sum(1 for ts in list(sent.values()) if t0 <= ts <= t1)
+            out.append({'publish_hz': hz, 'seconds': t1 - t0, 'frames_in': pairs, 'frames_out': frames,
+                        'hz': (frames - 1) / (win[-1][0] - win[0][0]) if frames > 1 else float('nan'),
+                        'processed': frames / max(pairs, 1),
+                        'latency_ms': float(np.median(lat)) if lat else float('nan'),
+                        'latency_ms_p90': float(np.percentile(lat, 90)) if lat else float('nan'),
+                        'node_cpu_ms': (cpu1 - cpu0) * 1e3 / max(frames, 1),
+                        'bench_cpu_ms': (me1 - me0) * 1e3 / max(frames, 1),
+                        'obstacles': int(np.median([n for _, _, n in win])) if win else 0,
+                        'in_order': stamps == sorted(stamps), 'load_before': load0, 'load_after': _load_average()})
         stop.set()
         th.join()
-        win = received[n0:n1]
-        lat = [(t - sent[st]) * 1e3 for t, st, _ in win if st in sent]
-        stamps = [st for _, st, _ in win]
-        frames = n1 - n0
-        out = {'hz': (frames - 1) / (win[-1][0] - win[0][0]) if frames > 1 else float('nan'), 'frames_out': frames,
-               'frames_in': sum(1 for st, ts in sent.items() if t0 <= ts <= t1), 'seconds': t1 - t0,
-               'publish_hz': publish_hz, 'latency_ms': float(np.median(lat)) if lat else float('nan'),
-               'latency_ms_p90': float(np.percentile(lat, 90)) if lat else float('nan'),
-               'node_cpu_ms': (cpu1 - cpu0) * 1e3 / max(frames, 1), 'bench_cpu_ms': (me1 - me0) * 1e3 / max(frames, 1),
-               'obstacles': int(np.median([n for _, _, n in win])) if win else 0,
-               'in_order': stamps == sorted(stamps), 'load_before': load0, 'load_after': _load_average()}
     except RuntimeError as e:
         log(f'node end to end failed: {e}')
     finally:
@@ -411,7 +423,7 @@ def main(argv=None):
     results = {'machine': info, 'reps': reps, 'variants': {}, 'former': {}, 'accuracy': {}, 'node': None}
     scene = rendered_scene()
     if a.node_seconds > 0:
-        log(f"the node over DDS: {a.node_seconds:.0f} s of pairs at 60 Hz")
+        log(f"the node over DDS: pairs at 30 Hz, then 60 Hz, {a.node_seconds:.0f} s each")
         results['node'] = node_end_to_end(scene, seconds=3.0 if a.quick else a.node_seconds)
     log('generating the regression bags ...')
     bags = bag_inputs(Path(tempfile.mkdtemp()) / 'bags')
@@ -503,22 +515,27 @@ def render_table(r, fB):
              f"Load: at start `{m['uptime_start']}`; at end `{r.get('uptime_end', '')}`"
              + (" (other jobs shared the cores: wall times are inflated; CPU times much less)."
                 if _loaded(m['uptime_start']) or _loaded(r.get('uptime_end', '')) else " (a quiet machine)."), '']
-    n = r.get('node')
-    if n:
+    runs = r.get('node')
+    if runs:
         lines += ['## The node, end to end over DDS (measured: images in, ObstacleArray out, 640x480)', '',
-                  f"stereo_obstacles as shipped (block matching, self-filter off), a subprocess; this process publishes "
-                  f"mono8 pairs and camera_infos of the rendered table scene at {n['publish_hz']:.0f} Hz, faster "
-                  f"than the node processes them (it keeps the newest pair), for {n['seconds']:.1f} s.", '',
-                  '| ObstacleArray rate out (Hz, wall) | pairs in | outputs | latency median / p90 (ms, publish -> '
-                  'received) | node CPU ms per output (every thread) | publisher CPU ms per output | obstacles | '
-                  'outputs in stamp order | 1-min load before / after | '
-                  f'>= {TARGET_HZ:.0f} Hz (measured) |', '|---|---|---|---|---|---|---|---|---|---|',
-                  f"| {n['hz']:.1f} | {n['frames_in']} | {n['frames_out']} | {n['latency_ms']:.0f} / "
-                  f"{n['latency_ms_p90']:.0f} | {n['node_cpu_ms']:.1f} | {n['bench_cpu_ms']:.1f} | {n['obstacles']} | "
-                  f"{'yes' if n['in_order'] else 'NO'} | {n['load_before']:.2f} / {n['load_after']:.2f} | "
-                  f"{'PASS' if n['hz'] >= TARGET_HZ else 'FAIL'} |", '',
-                  'The node CPU includes DDS receiving every published pair (also those it skips). On a loaded '
-                  'machine the rate is the share of the cores the node got, not its capacity: see the load.', '']
+                  'stereo_obstacles as shipped (block matching, self-filter off), a subprocess; this process '
+                  'publishes mono8 pairs and camera_infos of the rendered table scene at a camera\'s 30 Hz, then '
+                  'at 60 Hz (faster than the node processes them: it keeps the newest pair, the rate out is its '
+                  f"capacity), {runs[0]['seconds']:.0f} s each.", '',
+                  '| pairs published at (Hz) | ObstacleArray rate out (Hz, wall) | pairs in | outputs | share '
+                  'processed | latency median / p90 (ms, publish -> received) | node CPU ms per output (every '
+                  'thread) | publisher CPU ms per output | obstacles | outputs in stamp order | 1-min load '
+                  f'before / after | >= {TARGET_HZ:.0f} Hz (measured) |', '|---|---|---|---|---|---|---|---|---|---|---|---|']
+        for n in runs:
+            ok = n['hz'] >= 0.95 * TARGET_HZ and (n['publish_hz'] > TARGET_HZ or n['processed'] >= 0.95)
+            lines.append(f"| {n['publish_hz']:.0f} | {n['hz']:.1f} | {n['frames_in']} | {n['frames_out']} | "
+                         f"{n['processed']:.2f} | {n['latency_ms']:.0f} / {n['latency_ms_p90']:.0f} | "
+                         f"{n['node_cpu_ms']:.1f} | {n['bench_cpu_ms']:.1f} | {n['obstacles']} | "
+                         f"{'yes' if n['in_order'] else 'NO'} | {n['load_before']:.2f} / {n['load_after']:.2f} | "
+                         f"{'PASS' if ok else 'FAIL'} |")
+        lines += ['', 'PASS: at least 95 % of 30 Hz out (at 30 Hz in: 95 % of the pairs processed). The node CPU '
+                  'includes receiving every published pair, also those it skips. On a loaded machine the rate '
+                  'is the share of the cores the node got, not its capacity: see the load.', '']
     lines += ['## The chain in one process, 640x480 (images in, ObstacleArray out, no DDS; median ms per frame)', '',
               '| matcher setting | convert | matcher | points | voxel | plane | cluster | track+msg | total (wall) | '
               'Hz (wall) | CPU ms per frame (matcher) | est. ms on 2 idle cores | est. Hz | CPU vs SGBM | '
