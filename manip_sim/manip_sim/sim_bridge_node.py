@@ -19,7 +19,17 @@ Subscribes:
       (std_msgs/Float64MultiArray, model joint order; ros2_control's forward_command_controller convention);
       a wrong length, NaN/inf (or a position beyond the limits, a velocity beyond the velocity limits) is
       logged and dropped (the previous command stays); the latest valid command of any kind decides the mode;
-      no command for command_timeout s (simulated) -> the robot holds its position.
+      no command for command_timeout s (simulated) -> the robot holds its position (the watchdog). With
+      lockstep (lockstep_max_age > 0), effort commands are watched at their own rhythm: the watchdog holds the
+      arm once the latest one is older than command_timeout_periods (default 2) of the command periods it
+      observes (the median of the latest 16 intervals, simulated time), and at least lockstep_max_age: the
+      physics waits (lockstep_max_wait of wall time) for each late command before it steps, so a command
+      that old means the controller did not answer for that long, and the arm stops within two control
+      periods of a controller's death, not after command_timeout. While that hold lasts (up to
+      command_timeout since the last command) the physics keeps waiting for the controller at every step, so a
+      controller that was only starved on a loaded machine finds the arm where its commands stopped. Without
+      lockstep the simulated time runs on whether or not the controller keeps up, so a late command is not a
+      dead controller: command_timeout alone applies.
 Serves:
   gripper/grasp (manip_msgs/srv/Grasp): suction attach (named or nearest object) / release.
 Robot: the scene's robot, or the one given by the urdf_path (path or package:// URI, start-up only), base_link and
@@ -139,8 +149,11 @@ class SimBridge(Node):
                                    f"{np.round(ready.q, 4).tolist()}")
             self.scene = replace(self.scene, robot=replace(self.scene.robot,
                                                            initial_positions=tuple(float(v) for v in ready.q)))
+        lockstep = p["lockstep_max_age"] > 0
         self.world = World(self.scene, model=model, time_step=1.0 / p["physics_rate_hz"], gui=p["gui"],
-                           command_timeout=p["command_timeout"], on_event=self._on_world_event)
+                           command_timeout=p["command_timeout"],
+                           command_timeout_periods=p["command_timeout_periods"] if lockstep else 0.0,
+                           min_command_timeout=p["lockstep_max_age"], on_event=self._on_world_event)
         w = self.world
         self.camera = StereoCamera(
             tuple(p["camera_position"]), tuple(p["camera_orientation_xyzw"]), p["stereo_baseline"],
@@ -197,7 +210,10 @@ class SimBridge(Node):
         rtf = p["real_time_factor"]
         log.info(f"physics {rate:g} Hz ({'paced at x%g wall time' % rtf if rtf > 0 else 'as fast as possible'}), "
                  f"joint_states {rate / self._every_joints:g} Hz, /clock {rate / self._every_clock:g} Hz, "
-                 f"sim/objects {p['objects_rate_hz']:g} Hz, command_timeout {p['command_timeout']:g} s, "
+                 f"sim/objects {p['objects_rate_hz']:g} Hz, command_timeout {p['command_timeout']:g} s"
+                 + (f" (effort commands: {p['command_timeout_periods']:g} observed command periods, at least "
+                    f"lockstep_max_age {p['lockstep_max_age']:g} s)" if lockstep and p['command_timeout_periods'] > 0
+                    else "") + ", "
                  f"camera {p['camera_rate_hz']:g} Hz")
         if p["encoder_noise_rad"] > 0:
             log.info(f"encoder noise: joint_states positions + N(0, ({p['encoder_noise_rad']:g} rad)^2) (seed "
@@ -247,6 +263,7 @@ class SimBridge(Node):
             "clock_rate_hz": 0.0,
             "real_time_factor": 1.0,
             "command_timeout": 0.2,
+            "command_timeout_periods": 2.0,
             "lockstep_max_age": 0.0,
             "lockstep_max_wait": 0.05,
             "camera_rate_hz": 2.0,
@@ -263,6 +280,7 @@ class SimBridge(Node):
             values[name] = self.declare_parameter(name, default,
                                                   ParameterDescriptor(read_only=name in ("scene_file", "urdf_path"))).value
         for name in ("physics_rate_hz", "publish_rate_hz", "clock_rate_hz", "real_time_factor", "command_timeout",
+                     "command_timeout_periods",
                      "lockstep_max_age", "lockstep_max_wait", "camera_rate_hz", "objects_rate_hz", "stereo_baseline",
                      "horizontal_fov_deg", "encoder_noise_rad"):
             values[name] = float(values[name])
@@ -273,7 +291,8 @@ class SimBridge(Node):
         for name in ("physics_rate_hz", "publish_rate_hz"):
             if not values[name] > 0:
                 raise ValueError(f"parameter {name} must be > 0, got {values[name]}")
-        for name in ("real_time_factor", "command_timeout", "camera_rate_hz", "objects_rate_hz", "clock_rate_hz",
+        for name in ("real_time_factor", "command_timeout", "command_timeout_periods", "camera_rate_hz",
+                     "objects_rate_hz", "clock_rate_hz",
                      "lockstep_max_age", "lockstep_max_wait", "encoder_noise_rad", "encoder_noise_seed"):
             if not values[name] >= 0:
                 raise ValueError(f"parameter {name} must be >= 0, got {values[name]}")
@@ -394,10 +413,14 @@ class SimBridge(Node):
         command is older than lockstep_max_age s of simulated time, wait up to lockstep_max_wait s of wall time
         for a new one before stepping. A starved controller (a loaded machine) then slows the simulation down
         instead of leaving the arm unactuated, like Gazebo's lockstep; a controller that stopped is still
-        caught by the command_timeout watchdog, since the wait is bounded."""
+        caught by the watchdog, since the wait is bounded. The wait goes on while the watchdog holds the arm
+        after effort commands stopped, up to command_timeout since the last one (module doc)."""
         max_age = self._params["lockstep_max_age"]
         w = self.world
-        if max_age <= 0 or w.mode != MODE_EFFORT:
+        if max_age <= 0:
+            return
+        if w.mode != MODE_EFFORT and not (w.tripped_from == MODE_EFFORT
+                                          and w.time - w.last_command_time <= w.command_timeout):
             return
         deadline = time.monotonic() + self._params["lockstep_max_wait"]
         while w.time - w.last_command_time > max_age and time.monotonic() < deadline and not self._stop.is_set():

@@ -8,8 +8,9 @@ arm follows a trajectory:
 1. kill -9 of stereo_obstacles: manip-launch logs the exit and the respawn; the new process publishes obstacles
    again; the trajectory goal is not disturbed (perception is not in the control loop).
 2. kill -9 of the controller mid-trajectory: no more effort commands, so the simulated arm's driver (sim_bridge's
-   command watchdog, command_timeout) holds the arm; manip-launch respawns the controller, which holds the measured
-   position and then takes a new goal to success.
+   command watchdog: with lockstep, two of the command periods it observed) holds the arm at the first physics step
+   past two control periods of the last command (its log line says the age, in simulated time); manip-launch
+   respawns the controller, which holds the measured position and then takes a new goal to success.
 3. kill -9 of sim_bridge (no respawn): manip-launch stops every node and exits non-zero naming sim_bridge, and no
    process of the launch is left.
 
@@ -19,6 +20,7 @@ jump). Each fault is a row of the robustness table. Slow (a few minutes on the s
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -175,6 +177,7 @@ def test_kill9_under_manip_launch_respawn_and_fail_fast(ros_env, ros_client, tmp
         # 2. the controller dies mid-trajectory: the driver's watchdog holds the arm, the respawned controller
         # holds the measured position and takes a new goal
         def kill_controller():
+            got["log_at_kill"] = len(text())
             kill9("controller")
             got["killed"] = time.monotonic()
             mon.q_ref, mon.drift = mon.q.copy(), 0.0
@@ -190,12 +193,21 @@ def test_kill9_under_manip_launch_respawn_and_fail_fast(ros_env, ros_client, tmp
         # without commands the lockstep simulator waits (lockstep_max_wait per step), and after command_timeout
         # of simulated time its watchdog holds the arm: the arm coasts at most a few centimetres' worth
         assert drift < 0.1, f"the arm moved {drift:.3f} rad while no controller ran\n{tail()}"
-        watchdog = "watchdog" in text()
+        # the driver held the arm at two of the controller's periods as it observed them (4 ms at 250 Hz on a quiet
+        # machine; 8-10 ms of simulated time on the loaded 2-core one), at the first 2 ms physics step past them
+        m = re.search(r"watchdog: no joint command for ([\d.]+) s \(the last: effort; more than ([\d.]+) s: 2 "
+                      r"observed command periods of ([\d.]+) ms", text()[got["log_at_kill"]:])
+        assert m, f"the simulated driver did not hold the arm at two command periods\n{tail()}"
+        age_s, limit_s, period_ms = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        assert period_ms >= 3.9 and abs(limit_s - max(2e-3 * period_ms, 0.008)) < 1e-4, m.group(0)
+        assert limit_s < age_s <= limit_s + 0.0021, m.group(0)
+        trips_before = text()[:got["log_at_kill"]].count("watchdog: no joint command")
         _, r2 = run_goal(np.array([0.1, -0.1, 0.0, 0.0, 0.0, 0.0]), 3.0)
         assert r2 is not None and r2.error_code == 0, f"new goal after the controller's respawn: {r2}\n{tail()}"
         robustness.add("kill -9 controller mid-trajectory (manip-launch respawn)", "controller / sim_bridge",
-                       f"arm moved {drift:.3f} rad without a controller (sim_bridge watchdog "
-                       f"{'tripped' if watchdog else 'not reached: lockstep slowed the simulation'}); "
+                       f"arm moved {drift:.4f} rad without a controller (sim_bridge watchdog held it "
+                       f"{1e3 * age_s:.0f} ms after the last command: 2 periods of {period_ms:.1f} ms + one step; "
+                       f"{trips_before} watchdog trips before the kill); "
                        f"controller back in HOLD after {back_s:.0f} s "
                        f"({held:.4f} rad from the arm); new goal error_code {r2.error_code}")
 
