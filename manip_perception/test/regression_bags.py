@@ -145,6 +145,11 @@ def render(frames=5):
     tex_path = Path(mirror._tmp.name) / 'arm.png'
     write_png(tex_path, (np.random.default_rng(9).random((64, 64, 1)) * 160 + 60).repeat(3, 2).astype(np.uint8))
     tex = pb.loadTexture(str(tex_path), physicsClientId=mirror.client)
+    if not stand_in:  # the URDF's own shapes get the stand-in's texture too: the bags' arm does not depend on the
+        # colour a URDF gives it (a plain grey housing smears in stereo beyond the self-filter's padding)
+        for link in range(-1, pb.getNumJoints(mirror.robot, physicsClientId=mirror.client)):
+            pb.changeVisualShape(mirror.robot, link, textureUniqueId=tex, rgbaColor=[1, 1, 1, 1],
+                                 physicsClientId=mirror.client)
     rng = np.random.default_rng(8)
     out = []
     proj = cam.projection_matrix()
