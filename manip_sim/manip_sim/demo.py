@@ -221,6 +221,14 @@ def prepare_scene(args, out_dir):
         raise ValueError(f"robot {robot['urdf']!r}: {exc}") from None
     model = RobotModel.from_urdf(robot["urdf"], robot.get("base_link"), robot.get("tip_link"))
     robot["base_link"], robot["tip_link"] = model.base_link, model.tip_link
+    if getattr(args, "tcp_offset", None) is not None:    # a tool frame the description lacks: a derived URDF with it as the tip
+        from manip_core.tool_frame import with_tool_frame
+        derived = out_dir / f"{Path(robot['urdf']).stem}_{args.tcp_link}.urdf"
+        derived.write_text(with_tool_frame(robot["urdf"], model.tip_link, args.tcp_offset, name=args.tcp_link))
+        log(f"tool frame '{args.tcp_link}' at {list(args.tcp_offset)} m in {model.tip_link}'s frame: the robot is "
+            f"{derived}, tip link {args.tcp_link}")
+        robot["urdf"], robot["tip_link"] = str(derived), args.tcp_link
+        model = RobotModel.from_urdf(robot["urdf"], robot["base_link"], robot["tip_link"])
     log(f"robot {model.name} from {robot['urdf']}: {model.base_link} -> {model.tip_link}, {model.dof} joints "
         f"({', '.join(model.joint_names)})")
     camera = yaml.safe_load(Path(args.camera).read_text())
@@ -326,9 +334,14 @@ def run(args):
 
     next_check = [0.0]   # when to look for manip-launch's FAILED line again (fail fast)
 
-    def spin_until(cond, timeout, what):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def spin_until(cond, timeout, what, progress=None):
+        """Spin until cond(); timeout: wall s from now, or with ``progress`` (a list holding the monotonic time of
+        the latest progress) from the latest progress, so a long task that keeps going is not cut off."""
+        start = time.monotonic()
+
+        def deadline():
+            return max(start, progress[0] if progress else start) + timeout
+        while time.monotonic() < deadline():
             rclpy.spin_once(node, timeout_sec=0.05)
             if cond():
                 return True
@@ -340,7 +353,8 @@ def run(args):
             next_check[0] = max(next_check[0], time.monotonic() + 0.5)
             if not alive:
                 raise RuntimeError(f"the launch exited while waiting for {what}:\n{graph.tail()}")
-        raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}; launch log tail:\n{graph.tail()}")
+        raise TimeoutError(f"timed out after {timeout:.0f} s {'without progress ' if progress else ''}waiting for "
+                           f"{what}; launch log tail:\n{graph.tail()}")
 
     try:
         spin_until(lambda: task.object in truth, args.timeout, "the simulator (sim/objects)")
@@ -359,7 +373,9 @@ def run(args):
                    "joint_states of every joint")
         arm = RobotModel.load(scene.robot.urdf, base_link=scene.robot.base_link, tip_link=scene.robot.tip_link)
         q_now = np.array([float(rec.joints[-1][n]) for n in arm.joint_names])
-        mid = np.where(np.isfinite(arm.joint_lower + arm.joint_upper), 0.5 * (arm.joint_lower + arm.joint_upper), 0.0)
+        lo, hi = np.asarray(arm.joint_lower, dtype=float), np.asarray(arm.joint_upper, dtype=float)
+        finite = np.isfinite(lo) & np.isfinite(hi)      # continuous joints: no middle (inf - inf warned)
+        mid = np.where(finite, 0.5 * (np.where(finite, lo, 0.0) + np.where(finite, hi, 0.0)), 0.0)
         q_goal = q_now + 0.02 * np.sign(mid - q_now)     # a small move towards the middle of the limits
         first = PlanTrajectory.Request(start_positions=q_now.tolist(), goal_type=PlanTrajectory.Request.GOAL_JOINTS,
                                        goal_positions=q_goal.tolist(), profile=PlanTrajectory.Request.PROFILE_QUINTIC,
@@ -388,8 +404,10 @@ def run(args):
         goal.object_name = task.object
         goal.avoid_obstacles = True
         last_phase = {"name": None}
+        progressed = [time.monotonic()]     # wall time of pick_place's latest feedback (one per step of the task)
 
         def on_feedback(fb):
+            progressed[0] = time.monotonic()
             f = fb.feedback
             if f.phase != last_phase["name"]:
                 last_phase["name"] = f.phase
@@ -404,7 +422,7 @@ def run(args):
         if not handle.accepted:
             raise RuntimeError("pick_place rejected the goal")
         result_future = handle.get_result_async()
-        spin_until(result_future.done, args.timeout, "the pick_place result")
+        spin_until(result_future.done, args.timeout, "the pick_place result", progress=progressed)
         result = result_future.result().result
         run_wall, run_sim = time.monotonic() - run_wall0, now_s() - run_sim0
         settle = now_s() + 1.0
@@ -472,11 +490,20 @@ def main(argv=None):
     p.add_argument("--tip-link", default=None,
                    help="tip (tool) link of the arm, its z axis the approach axis (default: the scene's, else the "
                         "end of the longest chain)")
+    p.add_argument("--tcp-offset", type=float, nargs=3, default=None, metavar=("X", "Y", "Z"),
+                   help="tool-centre point (m) in the tip link's frame, for a description without a frame where the "
+                        "tool acts (e.g. between a gripper's fingers): the run's robot is the URDF with a fixed link "
+                        "--tcp-link there (manip_core.tool_frame, written into the output folder), the tip of every "
+                        "node")
+    p.add_argument("--tcp-link", default="tcp", help="name of that link (default: %(default)s)")
     p.add_argument("--camera", default=None, help="stereo camera parameters file (default: manip_sim's "
                                                    "stereo_camera.yaml)")
     p.add_argument("--output", default=None, help="folder for plots and summary (default: demo_output/<time>)")
     p.add_argument("--tolerance", type=float, default=0.02, help="placement tolerance, m (default: 0.02)")
-    p.add_argument("--timeout", type=float, default=240.0, help="seconds to wait for each stage")
+    p.add_argument("--timeout", type=float, default=240.0,
+                   help="seconds to wait for each stage; for the task itself, seconds without progress (pick_place "
+                        "sends feedback at each step: a motion, a grasp), so a slow arm on a loaded machine is not "
+                        "cut off while it moves (default: %(default)s)")
     p.add_argument("--gui", action="store_true", help="open the PyBullet GUI (needs a display)")
     p.add_argument("--record", action="store_true",
                    help="record the run with manip-bag into OUTPUT/bag (topics: RECORD_TOPICS)")

@@ -12,11 +12,13 @@ from manip_sim.demo import default_scene_path_dir, prepare_scene
 from manip_sim.scene import load_scene
 
 MBM_PANDA = Path(__file__).resolve().parents[2].parent / "shared/benchmarks/mbm/robots/panda/panda_spherized.urdf"
+MBM_UR5 = MBM_PANDA.parents[1] / "ur5" / "ur5_spherized.urdf"
 
 
 def _args(**kw):
     d = dict(scene=str(Path(default_scene_path_dir()) / "pick_place_scene.yaml"), scene_given=False, robot=None,
-             base_link=None, tip_link=None, camera=str(Path(default_scene_path_dir()) / "stereo_camera.yaml"))
+             base_link=None, tip_link=None, camera=str(Path(default_scene_path_dir()) / "stereo_camera.yaml"),
+             tcp_offset=None, tcp_link="tcp")
     d.update(kw)
     return argparse.Namespace(**d)
 
@@ -121,3 +123,30 @@ def test_ready_pose_keeps_clear_of_the_scene_bodies():
     assert clearance(best) < 0 and clearance(q) >= READY_CLEARANCE_M - 1e-9
     q2, how2 = _clear_ready(model, urdf, {}, target)            # nothing in the way: manip_core's choice
     assert np.allclose(q2, best)
+
+
+def test_tcp_offset_gives_every_node_a_tool_frame_between_the_fingers(tmp_path):
+    """The MBM UR5 has no frame between its Robotiq fingers (tool0 is the flange: with it the fingers would go through
+    the table and no layout is found). --tcp-offset 0 0 0.16: the run's robot is the URDF with a fixed link 'tcp' 16 cm
+    along tool0's z (the fingertips' links are at 0.15 m), the tip of every node; the layout and the ready pose are
+    the tcp's. Oracle: Pinocchio's FK of the original file, tool0 times the offset."""
+    if not MBM_UR5.is_file():
+        pytest.skip(f"{MBM_UR5} not present")
+    pin = pytest.importorskip("pinocchio")
+    scene_path, _ = prepare_scene(_args(robot=str(MBM_UR5), base_link="base_link", tip_link="tool0",
+                                        tcp_offset=[0.0, 0.0, 0.16]), tmp_path)
+    s = load_scene(scene_path)
+    assert s.robot.tip_link == "tcp" and s.robot.urdf == str(tmp_path / "ur5_spherized_tcp.urdf")
+    assert [b.name for b in s.objects] == ["cube"] and s.tasks[0].object == "cube"
+    m = pin.buildModelFromUrdf(str(MBM_UR5))
+    d = m.createData()
+    q = pin.neutral(m)
+    for name, v in s.robot.initial_positions.items():
+        q[m.joints[m.getJointId(name)].idx_q] = v
+    pin.framesForwardKinematics(m, d, q)
+    T = (d.oMf[m.getFrameId("tool0")] * pin.SE3(np.eye(3), np.array([0.0, 0.0, 0.16]))).homogeneous
+    from manip_core import RobotModel
+    model = RobotModel.from_urdf(s.robot.urdf, "base_link", "tcp")
+    np.testing.assert_allclose(model.fk(np.array([s.robot.initial_positions[n] for n in model.joint_names])),
+                               (d.oMf[m.getFrameId("base_link")].inverse().homogeneous @ T), atol=1e-9)
+    assert T[2, 2] < -0.999     # the ready pose has the tool (tcp z) pointing down
