@@ -525,7 +525,7 @@ def render_table(r, fB):
                   '| pairs published at (Hz) | ObstacleArray rate out (Hz, wall) | pairs in | outputs | share '
                   'processed | latency median / p90 (ms, publish -> received) | node CPU ms per output (every '
                   'thread) | publisher CPU ms per output | obstacles | outputs in stamp order | 1-min load '
-                  f'before / after | >= {TARGET_HZ:.0f} Hz (measured) |', '|---|---|---|---|---|---|---|---|---|---|---|---|']
+                  f'before / after | >= {TARGET_HZ:.0f} Hz (measured) |', '|---' * 12 + '|']
         for n in runs:
             ok = n['hz'] >= 0.95 * TARGET_HZ and (n['publish_hz'] > TARGET_HZ or n['processed'] >= 0.95)
             lines.append(f"| {n['publish_hz']:.0f} | {n['hz']:.1f} | {n['frames_in']} | {n['frames_out']} | "
