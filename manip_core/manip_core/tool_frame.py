@@ -5,7 +5,8 @@ Some descriptions end at the flange (``tool0``) with a gripper hanging below it 
 link, massless and without geometry, fixed to a parent link at an offset in that link's frame; that link is then
 the tip link of every node (``tip_link:=tcp`` with ``robot:=`` the written file), so the simulator, the model, the
 planner, pick_place and perception all use the same tool point. The new text lives in another folder than the
-original, so relative mesh file names are made absolute (``package://`` URIs stay as they are).
+original, so relative mesh file names are made absolute (``package://`` URIs stay as they are, except one that
+only resolves next to the original file).
 """
 from __future__ import annotations
 
@@ -15,6 +16,24 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 __all__ = ["with_tool_frame"]
+
+
+def _portable(filename, urdf_dir):
+    """The mesh file name as it resolves from another folder: a relative path made absolute; a ``package://`` URI
+    that the search path (manip_core.package_uri) does not resolve but that names a file next to the original
+    description (``package://meshes/...`` of the MBM UR5, which its own folder holds) made absolute too."""
+    if filename.startswith("package://"):
+        from .package_uri import resolve_uri
+        try:
+            if Path(resolve_uri(filename)).is_file():
+                return filename
+        except FileNotFoundError:
+            pass
+        local = urdf_dir / filename[len("package://"):]
+        return str(local.resolve()) if local.is_file() else filename
+    if "://" in filename or os.path.isabs(filename):
+        return filename
+    return str((urdf_dir / filename).resolve())
 
 
 def with_tool_frame(urdf_path, parent_link, xyz_m, rpy_rad=(0.0, 0.0, 0.0), name="tcp"):
@@ -40,8 +59,8 @@ def with_tool_frame(urdf_path, parent_link, xyz_m, rpy_rad=(0.0, 0.0, 0.0), name
                          f"frame name")
     for el in root.iter():
         filename = el.get("filename")
-        if filename and "://" not in filename and not os.path.isabs(filename):
-            el.set("filename", str((path.parent / filename).resolve()))
+        if filename:
+            el.set("filename", _portable(filename, path.parent))
     ET.SubElement(root, "link", name=name)
     joint = ET.SubElement(root, "joint", name=joint_name, type="fixed")
     ET.SubElement(joint, "origin", xyz=" ".join(repr(v) for v in xyz), rpy=" ".join(repr(v) for v in rpy))

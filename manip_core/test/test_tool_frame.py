@@ -30,11 +30,14 @@ def test_tool_frame_is_the_parent_frame_times_the_offset(tmp_path):
 def test_relative_meshes_made_absolute_and_errors(tmp_path):
     (tmp_path / "arm" / "meshes").mkdir(parents=True)
     urdf = tmp_path / "arm" / "a.urdf"
+    (tmp_path / "arm" / "meshes" / "c.stl").write_text("solid c\nendsolid c\n")
     urdf.write_text('<robot name="a"><link name="b"><visual><geometry><mesh filename="meshes/b.stl"/></geometry>'
-                    '</visual><collision><geometry><mesh filename="package://p/b.stl"/></geometry></collision></link>'
-                    '</robot>')
+                    '</visual><collision><geometry><mesh filename="package://p/b.stl"/></geometry></collision>'
+                    '<visual><geometry><mesh filename="package://meshes/c.stl"/></geometry></visual></link></robot>')
     text = with_tool_frame(urdf, "b", (0, 0, 0.1), name="tip")
     assert f'filename="{tmp_path / "arm" / "meshes" / "b.stl"}"' in text and 'filename="package://p/b.stl"' in text
+    # a package:// URI that only resolves next to the original file (the MBM UR5's package://meshes/...)
+    assert f'filename="{tmp_path / "arm" / "meshes" / "c.stl"}"' in text
     assert '<joint name="b-tip_fixed_joint" type="fixed">' in text
     with pytest.raises(ValueError, match=r"no link 'flange' to attach the tool frame to"):
         with_tool_frame(urdf, "flange", (0, 0, 0.1))
