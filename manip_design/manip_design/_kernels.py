@@ -311,8 +311,8 @@ def solve_lm(ep, eT, ety, eax, ev, ev_elem, anc, welds, ee, Tt, wt, free, lo, hi
             for k in range(n):
                 q[free[k]] = qn[free[k]]
             r[:] = rn
-            # stalled (e.g. pressed against a joint limit): 8 accepted steps in a row that gain < 1e-9
-            stall = stall + 1 if cost - cn < 1e-9 * cost else 0
+            # stalled (e.g. pressed against a joint limit): 8 accepted steps in a row that gain < 0.1 %
+            stall = stall + 1 if cost - cn < 1e-3 * cost else 0
             cost = cn
             if stall >= 8:
                 break

@@ -12,12 +12,21 @@ assembly, reaches the target.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import _kernels as K
 from .errors import DesignError
+
+TABLE_SEEDS = 4  # IK attempts from the nearest table entries, before the home assembly and random restarts
+# IK seed table of a closed chain: a grid of k^dof actuator values, k = floor(64^(1/dof)) (8 x 8 for the
+# five-bar, 4^3 for the Delta); on the benchmark's 1,000 five-bar targets 64 points left 0.6-1.2 % of the IK
+# calls needing a restart, 121-256 points 4-5 % (denser grids put more entries next to the boundary where FK
+# from the home assembly changes branch), 16 points 7-8 %
+SEED_TABLE_SIZE = 64
+SEED_TABLE_MAX_DOF = 3  # a table only up to 3 actuators (at least 4 grid points each)
 
 
 @dataclass
@@ -102,6 +111,8 @@ class Mechanism:
         self._no_target = np.zeros(6)
         self._eye = np.eye(4)
         self._rng = np.random.default_rng(0)
+        self._table = None
+        self.seed_table_seconds = 0.0
         # home: every variable at 0, or at the middle of its limits when 0 is outside them
         q = np.zeros(self.nv)
         out = (q < self.lo) | (q > self.hi)
@@ -241,9 +252,11 @@ class Mechanism:
            restarts=10, max_iter=None):
         """Actuator values that put the end effector at xyz (m) [and orientation rpy (rad), R = Rz Ry Rx].
 
-        LM (or CCD) on closure + target from the seed (default: the home assembly), then up to ``restarts``
-        restarts from random seeds (:meth:`_restart_seed`); an attempt whose solver residual (m or rad)
-        stays above the tolerances restarts at once, otherwise success is decided by :meth:`_check`."""
+        LM (or CCD) on closure + target from the seed, then up to ``restarts`` further attempts. Without a
+        seed the attempts start from the TABLE_SEEDS entries of :meth:`seed_table` nearest the target (a
+        closed chain of up to SEED_TABLE_MAX_DOF actuators), then the home assembly, then random seeds
+        (:meth:`_restart_seed`). An attempt whose solver residual (m or rad) stays above the tolerances
+        restarts at once, otherwise success is decided by :meth:`_check`."""
         xyz = np.asarray(xyz, dtype=float).reshape(-1)
         if xyz.shape != (3,) or not np.all(np.isfinite(xyz)):
             raise DesignError("the target position must be 3 finite numbers (x, y, z in m)", self.source)
@@ -261,12 +274,16 @@ class Mechanism:
         if max_iter is None:
             max_iter = 200 if method == "lm" else 500
         nrows = self.n_closure + 6
-        q = (self.q_home if seed is None else np.asarray(seed, float)).copy()
+        first = [np.asarray(seed, float)] if seed is not None else \
+            self._table_seeds(Tt, rpy is not None, TABLE_SEEDS) + [self.q_home]
         total, used = 0, 0
         res = None
         for attempt in range(restarts + 1):
             if attempt:
                 used += 1
+            if attempt < len(first):
+                q = first[attempt].copy()
+            else:
                 q = self._restart_seed(attempt)
             err, it = self._solve(q, self.all_vars, Tt, wt, nrows, 1e-12, max_iter, method)
             total += it
@@ -278,6 +295,61 @@ class Mechanism:
         ok, pe, re_, msg, T = res
         return IKResult({n: float(q[i]) for n, i in zip(self.actuated_names, self.actuated)}, q, ok, pe, re_,
                         total, used, method, msg, T)
+
+    def seed_table(self):
+        """The IK seed table of a closed chain, built on first use: (q (n, nv), position (n, 3) m, rotation
+        (n, 9)) of FK from the home assembly (as the honest check solves it) on a grid of actuator values,
+        cell centres over each actuator's range (+-pi where unlimited), about SEED_TABLE_SIZE points; points
+        where FK needs more than one LM solve from the home assembly (continuation) or does not close are left
+        out. None for a serial structure or more than SEED_TABLE_MAX_DOF actuators. ``seed_table_seconds`` is
+        the time its build took (wall-clock, s): a one-time cost of the first IK call."""
+        if self._table is None and len(self.welds) and 0 < len(self.actuated) <= SEED_TABLE_MAX_DOF:
+            t0 = time.perf_counter()
+            dof = len(self.actuated)
+            k = max(2, int(SEED_TABLE_SIZE ** (1.0 / dof) + 1e-9))
+            lo = np.where(np.isfinite(self.lo[self.actuated]), self.lo[self.actuated], -math.pi)
+            hi = np.where(np.isfinite(self.hi[self.actuated]), self.hi[self.actuated], math.pi)
+            cells = (np.arange(k) + 0.5) / k
+            grid = np.stack(np.meshgrid(*[lo[i] + cells * (hi[i] - lo[i]) for i in range(dof)],
+                                        indexing="ij"), -1).reshape(-1, dof)
+            qs, ps, rs = [], [], []
+            for a in grid:
+                q = self.q_home.copy()
+                q[self.actuated] = a
+                err, _it = self._solve(q, self.passive, self._eye, self._no_target, self.n_closure, 1e-10, 100)
+                if err <= 1e-9:  # what FK (and so the honest check) gives when it needs no continuation
+                    T = self.pose(q)
+                    qs.append(q)
+                    ps.append(T[:3, 3])
+                    rs.append(T[:3, :3].reshape(9))
+            if qs:
+                P = np.array(ps)
+                scale_m = float(np.sqrt(np.mean(np.sum((P - P.mean(0)) ** 2, 1)))) or 1.0
+                self._table = (np.array(qs), P, np.array(rs), scale_m)
+            else:
+                self._table = ()
+            self.seed_table_seconds = time.perf_counter() - t0
+        return self._table or None
+
+    def _table_seeds(self, Tt, with_rot, count):
+        """Joint values of the ``count`` seed-table entries nearest the target, nearest first (position, plus
+        the rotation's Frobenius distance times the table's spread in m when an orientation is asked); []
+        without a table."""
+        table = self.seed_table()
+        if table is None:
+            return []
+        qs, P, R, scale_m = table
+        d = P - Tt[:3, 3]
+        cost = np.einsum("ij,ij->i", d, d)
+        if with_rot:
+            e = R - Tt[:3, :3].reshape(9)
+            cost += scale_m * scale_m * np.einsum("ij,ij->i", e, e)
+        if count >= len(cost):
+            idx = np.argsort(cost)
+        else:
+            idx = np.argpartition(cost, count)[:count]
+            idx = idx[np.argsort(cost[idx])]
+        return [qs[i] for i in idx]
 
     def _restart_seed(self, attempt):
         """Seed of IK restart ``attempt`` (>= 1): every variable random within its limits (passive joints
