@@ -195,9 +195,15 @@ def _cover_local(kind, d, max_spheres):
         return np.column_stack([np.zeros(n), np.zeros(n), z, np.full(n, math.hypot(r, gap))])
     if kind == "cylinder":
         r, hh = d
-        n = min(max(1, int(math.ceil(hh / max(r, 1e-9)))), max_spheres)
+        # spheres on the axis, in slabs at most r/2 thick: at most 1.118 r (as the capsule's), but reaching
+        # up to 0.62 r past the caps; a disc-like cylinder is covered better in its plane
+        n = min(max(1, int(math.ceil(hh / max(0.5 * r, 1e-9)))), max_spheres)
         z, half_w = _grid(n, hh)
-        return np.column_stack([np.zeros(n), np.zeros(n), z, np.full(n, math.hypot(r, half_w))])
+        axial = np.column_stack([np.zeros(n), np.zeros(n), z, np.full(n, math.hypot(r, half_w))])
+        if hh >= r:
+            return axial
+        flat = _flat_cylinder_cover(r, hh, max_spheres)
+        return min((axial, flat), key=lambda S: _cylinder_overshoot(S, r, hh))
     h = np.array(d)
     # cells about as wide as the smallest extent, at most max_spheres of them
     w = max(2.0 * h.min(), 1e-9)
@@ -210,6 +216,40 @@ def _cover_local(kind, d, max_spheres):
     X, Y, Z = np.meshgrid(axes[0][0], axes[1][0], axes[2][0], indexing="ij")
     r = math.sqrt(sum(a[1] ** 2 for a in axes))
     return np.column_stack([X.ravel(), Y.ravel(), Z.ravel(), np.full(X.size, r)])
+
+
+def _cylinder_overshoot(S, r, hh):
+    """How far (m) a cover S (K, 4), in the frame of a cylinder (radius r, half height hh along z), reaches past
+    its mantle or past its caps, whichever is more."""
+    return max(float(np.max(np.hypot(S[:, 0], S[:, 1]) + S[:, 3])) - r, float(np.max(np.abs(S[:, 2]) + S[:, 3])) - hh)
+
+
+def _flat_cylinder_cover(r, hh, max_spheres):
+    """Cover of a disc-like cylinder (radius r, half height hh < r) by spheres in its mid-plane: one on the
+    axis for the centre disc and rings of annular sectors around it, each sphere reaching the farthest corner
+    of its sector (the distance from a point of the bisector to the sector is largest at a corner: it grows
+    with |angle| and is convex along the radius) and the caps (+ hh in quadrature). One sphere on the axis
+    would reach r above and below a disc only 2 hh thick."""
+    cell = max(hh, r / 5.0)   # half size of a cell in the plane (grown when that needs more than max_spheres)
+    while True:
+        r0 = min(cell, r)
+        rings = int(math.ceil((r - r0) / (2.0 * cell) - 1e-9)) if r > r0 else 0
+        edges = np.linspace(r0, r, rings + 1)
+        sectors = [max(3, int(math.ceil(2.0 * math.pi * rb / (2.0 * cell) - 1e-9))) for rb in edges[1:]]
+        if 1 + sum(sectors) <= max_spheres or cell >= r:
+            break
+        cell *= 1.25
+    out = [[0.0, 0.0, 0.0, math.hypot(r0, hh)]]
+    for ra, rb, m in zip(edges[:-1], edges[1:], sectors):
+        phi = math.pi / m
+        c, s = math.cos(phi), math.sin(phi)
+        rc = 0.5 * (ra * c + rb)
+        reach = max(math.hypot(ra * c - rc, ra * s), math.hypot(rb * c - rc, rb * s))
+        R = math.hypot(reach, hh)
+        for k in range(m):
+            a = 2.0 * phi * k
+            out.append([rc * math.cos(a), rc * math.sin(a), 0.0, R])
+    return np.array(out)
 
 
 def points_sphere_cover(points, cell_m):

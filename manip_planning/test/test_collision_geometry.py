@@ -91,7 +91,10 @@ def test_signed_distance_matches_coal():
 
 
 @pytest.mark.parametrize("shape", [Shape("box", (0.3, 0.05, 0.12), rot("y", 0.4)), Shape("cylinder", (0.05, 0.3)),
-                                   Shape("capsule", (0.04, 0.2), rot("x", 1.0)), Shape("box", (0.4, 0.4, 0.02))])
+                                   Shape("capsule", (0.04, 0.2), rot("x", 1.0)), Shape("box", (0.4, 0.4, 0.02)),
+                                   Shape("cylinder", (0.075, 0.009), rot("x", 0.3)),
+                                   Shape("cylinder", (0.04, 0.0175), rot("z", 0.5)),
+                                   Shape("cylinder", (0.06, 0.0669), rot("y", 1.2))])
 def test_sphere_cover_contains_the_shape(shape):
     rng = np.random.default_rng(0)
     lo, hi = shape.aabb()
@@ -102,6 +105,12 @@ def test_sphere_cover_contains_the_shape(shape):
     d = np.linalg.norm(inside[:, None, :] - S[None, :, :3], axis=2) - S[None, :, 3]
     assert np.all(d.min(axis=1) <= 1e-12)
     assert len(S) <= 64
+    if shape.kind == "cylinder":   # tight: no sphere reaches past 0.12 r beyond the mantle or 0.7 r past a cap
+        r, hh = shape.dims         # (0.35 r for a disc: covered in its plane)
+        local = (S[:, :3] - shape.T[:3, 3]) @ shape.T[:3, :3]
+        beyond = 0.35 * r if hh < 0.5 * r else 0.12 * r
+        assert np.max(np.hypot(local[:, 0], local[:, 1]) + S[:, 3]) <= r + beyond
+        assert np.max(np.abs(local[:, 2]) + S[:, 3]) <= hh + (beyond if hh < 0.5 * r else 0.7 * r)
 
 
 def test_bad_shapes_are_named():
