@@ -127,6 +127,15 @@ class Browser:
     def open(self, url):
         self.send("Page.navigate", url=url)
 
+    @property
+    def pid(self):
+        """Process id of Chromium's browser process (its renderer and GPU processes are its children)."""
+        return self._proc.pid
+
+    def add_init_script(self, source):
+        """Run the JavaScript ``source`` in every page opened from now on, before the page's own scripts."""
+        self.send("Page.addScriptToEvaluateOnNewDocument", source=source)
+
     def press(self, key, code=None, key_code=None, times=1):
         """Key down/up of ``key`` (e.g. "ArrowRight") on the focused element, ``times`` times."""
         codes = {"ArrowRight": 39, "ArrowLeft": 37, "ArrowUp": 38, "ArrowDown": 40, "Home": 36, "End": 35,

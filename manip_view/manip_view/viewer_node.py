@@ -3,10 +3,11 @@ drive it.
 
 The robot comes from the usual parameters / the ``robot_description`` topic (manip_core.ros.model_source); the page
 (manip_view.app + manip_view.panels, served on ``host``:``port``, 127.0.0.1 by default, a warning for any other
-address) draws the arm at the newest ``joint_states`` (at most ``redraw_rate_hz`` redraws per second), the
-planner's published tip path (``planned_path``), the perceived ``obstacles``, the stereo point cloud (decimated to
-``max_cloud_points``, moved into the base frame with /tf_static and /tf), the left image and the controller's
-tracking error (commanded minus actual positions from its controller_state).
+address) draws the arm at the newest ``joint_states`` (``redraw_rate_hz`` redraws per second on a fixed cadence, each
+of the newest message: nothing queues), the planner's published tip path (``planned_path``), the perceived
+``obstacles``, the stereo point cloud (decimated to ``max_cloud_points``, moved into the base frame with /tf_static
+and /tf; the newest cloud, as fast as one is decoded), the left image and the controller's tracking error
+(commanded minus actual positions from its controller_state).
 
 Commands, each through the same validated interface any client uses:
 - a slider moved in the page sends a short trajectory (manip_view.command.slider_move: a quintic from the measured
@@ -83,7 +84,10 @@ class Viewer(Node):
         self.port = p("port", 8080, d(description="TCP port of the page")).value
         self.speed_fraction = p("speed_fraction", 0.25,
                                 d(description="slider moves: fraction of each joint's velocity limit")).value
-        self.redraw_rate_hz = p("redraw_rate_hz", 30.0, d(description="most redraws of the arm per second")).value
+        self.redraw_rate_hz = p("redraw_rate_hz", 40.0, d(description="redraws of the arm per second (the newest "
+                                                                           "joint_states, on a fixed cadence)")).value
+        if not self.redraw_rate_hz > 0:
+            raise ValueError(f"redraw_rate_hz must be > 0 (redraws of the arm per second), got {self.redraw_rate_hz}")
         self.max_cloud_points = p("max_cloud_points", 50000,
                                   d(description="point cloud: at most this many points drawn (every k-th)")).value
         self.plan_velocity_scaling = p("plan_velocity_scaling", 0.5,
@@ -116,10 +120,12 @@ class Viewer(Node):
         self.q_measured = None
         self.viewer = self.panels = None
         self.trajectory = None    # the last plan (JointTrajectory), what Execute sends
-        self._last_draw = 0.0
         self._tf = None
         self._tracking = deque(maxlen=2000)
         self._last_plot = 0.0
+        # The arm and the cloud are drawn on threads of their own, each the newest message (no queue grows): the
+        # arm on a fixed cadence of redraw_rate_hz, the cloud as fast as it is decoded.
+        self._arm_worker = Worker("manip-view-arm", min_period_s=1.0 / self.redraw_rate_hz)
         self._cloud_worker = Worker("manip-view-cloud")
         self.stats = {"joint_states_drawn": 0, "clouds_drawn": 0, "images_drawn": 0}
         self.create_subscription(JointState, "joint_states", self._on_joint_states, 50)
@@ -191,12 +197,12 @@ class Viewer(Node):
             self.q_measured = q
         if first:
             viewer.set_sliders(q)
-            viewer.update(q)
-        now = time.monotonic()
-        if now - self._last_draw >= 1.0 / self.redraw_rate_hz:
-            self._last_draw = now
-            viewer.update(q)
-            self.stats["joint_states_drawn"] += 1
+        self._arm_worker.submit(self._draw_arm, viewer, q)
+
+    def _draw_arm(self, viewer, q):
+        """The arm at q in the page (on the arm worker: the newest joint_states, at most redraw_rate_hz a second)."""
+        viewer.update(q)
+        self.stats["joint_states_drawn"] += 1
 
     def _on_obstacles(self, msg):
         if self.panels is None:
@@ -414,6 +420,7 @@ class Viewer(Node):
         return "done" if r.error_code == 0 else f"error {r.error_code}: {r.message}"
 
     def close(self):
+        self._arm_worker.close()
         self._cloud_worker.close()
         if self.panels is not None:
             self.panels.close()

@@ -21,6 +21,7 @@ import pytest
 from PIL import Image
 
 from manip_core.robots import robot_path
+from manip_view import page_stats
 from manip_view.browser import Browser, free_port
 from manip_view.camera import project
 from manip_view.scene import RobotScene, load_robot
@@ -173,7 +174,8 @@ def click_button(b, text):
 
 def test_live_viewer_on_the_ros_graph_draws_joint_states_sends_short_moves_and_pick_place_goals(chromium,
                                                                                                ros_graph):
-    """The ``viewer`` node, process to process over DDS: the page shows the published joint_states; a click on a
+    """The ``viewer`` node, process to process over DDS: the page shows the published joint_states (its readout,
+    and the tool frame's position counted by manip_view.page_stats); a click on a
     slider's track publishes a JointTrajectory that starts at the measured position (no jump) and ends at the
     clicked value; the pick-and-place form, filled in through the page, sends a PickPlace goal with its values
     (the test's action server receives it), and Stop cancels that running goal (the page shows the outcome) and
@@ -217,10 +219,18 @@ def test_live_viewer_on_the_ros_graph_draws_joint_states_sends_short_moves_and_p
     url = f"http://127.0.0.1:{port}"
     tip = pin_link_origins(Q0)["tool0"]
     with Browser(chromium, W, H) as b:
+        page_stats.install(b, "/robot/tool0")
         b.open(url)
         b.wait_for("document.querySelectorAll('[role=slider]').length == 6", 90, "the six joint sliders")
         expected = f"x {tip[0]:+.4f} y {tip[1]:+.4f} z {tip[2]:+.4f}"
         b.wait_for(f"document.body.innerText.includes('{expected}')", 60, f"the joint_states pose {expected}")
+        # The page's own counters (bench/view.py's rates): arm poses reached it, the newest with the tool frame at
+        # Pinocchio's tip of the published joint_states, and frames were drawn with them.
+        stats = b.wait_for("(() => { const s = window.__manipStats; return s.arm >= 1 && s.armFrames >= 1 && "
+                           "JSON.stringify(s); })()", 60, "the page's counters of the arm")
+        stats = json.loads(stats)
+        np.testing.assert_allclose(stats["tip"], tip, atol=1e-6)
+        assert 1 <= stats["armFrames"] <= stats["frames"], stats
         values = b.wait_for("(() => { const v = Array.from(document.querySelectorAll('[role=slider]'))"
                             f".map(e => parseFloat(e.getAttribute('aria-valuenow'))); return Math.abs(v[0] - "
                             f"{Q0[0]}) < 1e-6 && v; }})()", 30, "the sliders at the measured position")
