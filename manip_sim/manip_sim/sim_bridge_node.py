@@ -23,9 +23,11 @@ Subscribes:
       lockstep (lockstep_max_age > 0), effort commands are watched at their own rhythm: the watchdog holds the
       arm once the latest one is older than command_timeout_periods (default 2) of the command periods it
       observes (the median of the latest 16 intervals, simulated time), and at least lockstep_max_age: the
-      physics waits (lockstep_max_wait of wall time) for each late command before it steps, so a command
+      physics waits (lockstep_max_wait of wall time) for each late command before it steps, and before the
+      step that would hold the arm up to lockstep_hold_wait (1 s of wall time: the simulation is frozen
+      meanwhile, so a controller only starved by a loaded machine is not braked mid-motion), so a command
       that old means the controller did not answer for that long, and the arm stops within two control
-      periods of a controller's death, not after command_timeout. While that hold lasts (up to
+      periods of simulated time of a controller's death, not after command_timeout. While that hold lasts (up to
       command_timeout since the last command) the physics keeps waiting for the controller at every step, so a
       controller that was only starved on a loaded machine finds the arm where its commands stopped. Without
       lockstep the simulated time runs on whether or not the controller keeps up, so a late command is not a
@@ -266,6 +268,7 @@ class SimBridge(Node):
             "command_timeout_periods": 2.0,
             "lockstep_max_age": 0.0,
             "lockstep_max_wait": 0.05,
+            "lockstep_hold_wait": 1.0,
             "camera_rate_hz": 2.0,
             "objects_rate_hz": 10.0,
             "world_frame": "world",
@@ -281,7 +284,8 @@ class SimBridge(Node):
                                                   ParameterDescriptor(read_only=name in ("scene_file", "urdf_path"))).value
         for name in ("physics_rate_hz", "publish_rate_hz", "clock_rate_hz", "real_time_factor", "command_timeout",
                      "command_timeout_periods",
-                     "lockstep_max_age", "lockstep_max_wait", "camera_rate_hz", "objects_rate_hz", "stereo_baseline",
+                     "lockstep_max_age", "lockstep_max_wait", "lockstep_hold_wait", "camera_rate_hz", "objects_rate_hz",
+                     "stereo_baseline",
                      "horizontal_fov_deg", "encoder_noise_rad"):
             values[name] = float(values[name])
         values["encoder_noise_seed"] = int(values["encoder_noise_seed"])
@@ -293,7 +297,8 @@ class SimBridge(Node):
                 raise ValueError(f"parameter {name} must be > 0, got {values[name]}")
         for name in ("real_time_factor", "command_timeout", "command_timeout_periods", "camera_rate_hz",
                      "objects_rate_hz", "clock_rate_hz",
-                     "lockstep_max_age", "lockstep_max_wait", "encoder_noise_rad", "encoder_noise_seed"):
+                     "lockstep_max_age", "lockstep_max_wait", "lockstep_hold_wait", "encoder_noise_rad",
+                     "encoder_noise_seed"):
             if not values[name] >= 0:
                 raise ValueError(f"parameter {name} must be >= 0, got {values[name]}")
         if values["publish_rate_hz"] > values["physics_rate_hz"]:
@@ -422,7 +427,10 @@ class SimBridge(Node):
         if w.mode != MODE_EFFORT and not (w.tripped_from == MODE_EFFORT
                                           and w.time - w.last_command_time <= w.command_timeout):
             return
-        deadline = time.monotonic() + self._params["lockstep_max_wait"]
+        wait = self._params["lockstep_max_wait"]
+        if w.mode == MODE_EFFORT and w.watchdog_timeout > 0 and w.time - w.last_command_time > w.watchdog_timeout:
+            wait = max(wait, self._params["lockstep_hold_wait"])   # this step would hold the arm: frozen, wait longer
+        deadline = time.monotonic() + wait
         while w.time - w.last_command_time > max_age and time.monotonic() < deadline and not self._stop.is_set():
             time.sleep(2e-4)
             self._drain_inbox()
