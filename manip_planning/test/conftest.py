@@ -80,6 +80,29 @@ def arm_box_clearance(model, Q, center, size, radius=0.06, step=0.005):
     return best
 
 
+def urdf_box_clearance(urdf, Q, center, size):
+    """Independent oracle for a robot with collision geometry: the smallest exact distance (m) between a solid
+    axis-aligned box and the URDF's <collision> primitives, placed by Pinocchio's forward kinematics (its own URDF
+    parser) and measured by coal, over configurations Q (Pinocchio's joint order: the URDF's)."""
+    import coal
+    import pinocchio as pin
+    model = pin.buildModelFromUrdf(str(urdf))
+    geom = pin.buildGeomFromUrdf(model, str(urdf), pin.GeometryType.COLLISION)
+    assert geom.ngeoms > 0, f"{urdf} has no collision geometry"
+    data, gdata = model.createData(), geom.createData()
+    box = coal.Box(*np.asarray(size, dtype=float))
+    T_box = coal.Transform3s(np.eye(3), np.asarray(center, dtype=float))
+    best = np.inf
+    for q in Q:
+        pin.updateGeometryPlacements(model, data, geom, gdata, np.asarray(q, dtype=float))
+        for k, obj in enumerate(geom.geometryObjects):
+            M = gdata.oMg[k]
+            d = coal.distance(obj.geometry, coal.Transform3s(M.rotation, M.translation), box, T_box,
+                              coal.DistanceRequest(), coal.DistanceResult())
+            best = min(best, float(d))
+    return best
+
+
 def interpolate(Q, max_step=0.01):
     """Configurations Q with straight joint segments subdivided to at most max_step rad per joint."""
     Q = np.asarray(Q, dtype=float)
@@ -96,4 +119,4 @@ def demo():
     from types import SimpleNamespace
     return SimpleNamespace(PICK=PICK, PLACE=PLACE, PILLAR_CENTER=PILLAR_CENTER, PILLAR_SIZE=PILLAR_SIZE, HOME=HOME,
                            tool_down=tool_down, ur5_path=ur5_path, CHAIN=CHAIN, arm_box_clearance=arm_box_clearance,
-                           interpolate=interpolate)
+                           urdf_box_clearance=urdf_box_clearance, interpolate=interpolate)

@@ -142,6 +142,28 @@ def right_frame_name(camera_frame):
 
 
 # ----------------------------------------------------------------------------------- mirror scene
+def texture_robot(pb, client, robot, texture_dir, texel_m=0.006):
+    """Give every visual shape of the robot a grey noise texture (about ``texel_m`` per texel over a 0.4 m
+    tile), each in its URDF colour: stereo matching needs texture on the arm as on the scene's bodies (an
+    untextured arm gives disparities that stray off its surface, beyond the self-filter's padding)."""
+    import zlib
+
+    import numpy as np
+
+    from .world import write_png
+    n = int(round(0.4 / texel_m))
+    rng = np.random.default_rng(zlib.crc32(b"robot"))
+    path = f"{texture_dir}/robot_noise.png"
+    write_png(path, np.clip(255.0 * (0.45 + 0.55 * rng.random((n, n, 1))), 0, 255).astype(np.uint8).repeat(3, 2))
+    tex = pb.loadTexture(path, physicsClientId=client)
+    if tex < 0:
+        return
+    for shape in pb.getVisualShapeData(robot, physicsClientId=client):
+        link, rgba = shape[1], shape[7]
+        pb.changeVisualShape(robot, link, shapeIndex=-1, textureUniqueId=tex, rgbaColor=list(rgba),
+                             physicsClientId=client)
+
+
 class SceneMirror:
     """A second PyBullet client (DIRECT) with the same scene, posed from World.render_state(); renders."""
 
@@ -163,6 +185,7 @@ class SceneMirror:
             from manip_core import RobotModel
             base_link = RobotModel.from_urdf(scene.robot.urdf, None, scene.robot.tip_link).base_link
         self.robot, _, _ = load_robot(pb, self.client, urdf.path, self.world_T_base, base_link)
+        texture_robot(pb, self.client, self.robot, self._tmp.name)
         self.bodies = create_scene_bodies(pb, self.client, scene, self.world_T_base, texture_dir=self._tmp.name)
 
     def apply(self, state):

@@ -87,9 +87,18 @@ def check_arm_where_fk_projects(mask, scene, q, camera):
     assert np.mean(dmin < 40) > 0.99, np.percentile(dmin, [50, 99, 100])
 
 
+def ur5_without_visuals(tmp_path):
+    """The bundled UR5 without its <visual> cylinders: the page then draws the orange skeleton between the link
+    origins, which check_arm_where_fk_projects measures (same kinematics as the bundled file)."""
+    out = tmp_path / "ur5_skeleton.urdf"
+    out.write_text(re.sub(r"<visual>.*?</visual>", "", robot_path("ur5").read_text(), flags=re.S))
+    return out
+
+
 def test_page_draws_the_arm_where_fk_projects_and_a_slider_moves_it(chromium, tmp_path):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "manip_view.cli", "ur5", "--port", str(port), "--q",
+    urdf = ur5_without_visuals(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "manip_view.cli", str(urdf), "--port", str(port), "--q",
                              *map(str, Q0)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line, deadline = "", time.monotonic() + 120
@@ -97,7 +106,7 @@ def test_page_draws_the_arm_where_fk_projects_and_a_slider_moves_it(chromium, tm
             line = proc.stdout.readline()
         url = line.split(" at ")[-1].strip()
         assert url == f"http://127.0.0.1:{port}", line
-        scene = RobotScene(*load_robot("ur5"))
+        scene = RobotScene(*load_robot(str(urdf)))
         camera = scene.default_camera()
         with Browser(chromium, W, H) as b:
             b.open(url)

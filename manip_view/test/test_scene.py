@@ -62,7 +62,12 @@ def test_singular_pose_reads_singular():
 def test_skeleton_joins_every_link_origin(name):
     robot, urdf = load_robot(name)
     scene = RobotScene(robot, urdf)
-    assert scene.shapes("visual") == {}  # the bundled descriptions carry no geometry
+    if name == "ur5":   # the bundled UR5 carries cylinders, the same as visual and collision shapes
+        vis, col = scene.shapes("visual"), scene.shapes("collision")
+        assert len(vis) == 7 and {k: [(s.kind, s.size) for s in v] for k, v in vis.items()} == \
+            {k: [(s.kind, s.size) for s in v] for k, v in col.items()}
+    else:               # the other bundled descriptions carry no geometry
+        assert scene.shapes("visual") == {}
     assert len(scene.segments) == len(scene.links) - 1  # a tree over the drawn links
     q = scene.clip(np.random.default_rng(1).uniform(-1, 1, robot.dof))
     poses = scene.link_poses(q)
