@@ -8,8 +8,9 @@ Chromium showing the page (scripts/install_chromium.sh). Robot: the bundled UR5.
 Windows, one after the other, each ``--seconds`` long:
 1. controller alone (no viewer, no browser);
 2. + the viewer node (no page open);
-3. + the page at 1280x800, device pixel ratio 1 (headless Chromium, software WebGL: this machine has no GPU);
-4. + the page at ``?fixedDpr=0.25`` (a sixteenth of the pixels).
+3. + the page at 1280x800, device pixel ratio 1 (headless Chromium, software WebGL: this machine has no GPU),
+   first with the arm only (an empty cloud is published instead), then with the arm and the cloud;
+4. the same at ``?fixedDpr=0.25`` (a sixteenth of the pixels).
 In each: the controller's period jitter (intervals between its controller_state stamps, its node clock = wall
 time), the CPU time of the controller, the viewer, Chromium (every process of it) and this process, the load
 average. In 3 and 4, counted inside the page (manip_view.page_stats, on the page's clock):
@@ -152,12 +153,17 @@ def main():
     pub_js = node.create_publisher(JointState, "joint_states", 10)
     pub_cloud = node.create_publisher(PointCloud2, "stereo/points2", 1)
     # Consecutive clouds differ (viser sends nothing for points equal to those shown): three, in turn.
+    # An empty cloud clears the page's cloud for the "arm only" windows (sent at the same rate: best effort QoS).
     clouds = [cloud_message(CLOUD_POINTS, seed) for seed in range(3)]
-    sent = {"clouds": 0}
+    empty = cloud_message(0)
+    sent = {"clouds": 0, "on": True}
 
     def publish_cloud():
-        pub_cloud.publish(clouds[sent["clouds"] % len(clouds)])
-        sent["clouds"] += 1
+        if sent["on"]:
+            pub_cloud.publish(clouds[sent["clouds"] % len(clouds)])
+            sent["clouds"] += 1
+        else:
+            pub_cloud.publish(empty)
 
     def publish_js():  # the robot's state at 100 Hz, every joint moving (the viewer redraws the arm from it)
         q = q0 + 0.3 * np.sin(2.0 * (time.monotonic() - t0))
@@ -245,16 +251,22 @@ def main():
                 time.sleep(0.5)
         time.sleep(3.0)
         measure("+ viewer, no page")
-        for label, query in (("+ page 1280x800", ""), ("+ page 1280x800 ?fixedDpr=0.25", "?fixedDpr=0.25")):
+        for label, query in (("page 1280x800", ""), ("page 1280x800 ?fixedDpr=0.25", "?fixedDpr=0.25")):
+            sent["on"] = False
             with Browser(browser_exe, 1280, 800) as b:
                 page_stats.install(b)
                 b.open(url + query)
                 b.wait_for("document.body.innerText.includes('condition number')", 180, "the readout")
                 b.evaluate("document.querySelectorAll('.mantine-Notification-closeButton')"
                            ".forEach(e => e.click()) || 1")
-                b.wait_for("window.__manipStats.cloud > 1", 180, "the first clouds in the page")
+                b.wait_for("document.body.innerText.includes(' 0 points drawn')", 180, "the cloud cleared")
                 time.sleep(2.0)
-                measure(label, b)
+                measure(f"+ {label}, arm only", b)
+                sent["on"] = True
+                n = page_stats.read(b)["cloud"]
+                b.wait_for(f"window.__manipStats.cloud > {n + 1}", 180, "the clouds in the page")
+                time.sleep(2.0)
+                measure(f"+ {label}, arm + cloud", b)
         results["load_after"] = os.getloadavg()[0]
     finally:
         for p in procs.values():
@@ -274,8 +286,8 @@ def main():
         f"# manip_view speed ({datetime.datetime.now():%Y-%m-%d %H:%M}, {os.cpu_count()} CPUs, load average "
         f"{results['load_before']:.1f} before / {results['load_after']:.1f} after)", "",
         f"Published by the bench: joint_states {JOINT_STATES_HZ:.0f} Hz (every joint moving), a "
-        f"{CLOUD_POINTS:,}-point cloud {CLOUD_HZ:.0f} Hz; the viewer's redraw_rate_hz: {rate}. "
-        f"Windows of {window:.0f} s.", "",
+        f"{CLOUD_POINTS:,}-point cloud {CLOUD_HZ:.0f} Hz (an empty one in the arm-only windows); the viewer's "
+        f"redraw_rate_hz: {rate}. Windows of {window:.0f} s.", "",
         "In the page (headless Chromium, software WebGL: no GPU here), per second of the page's clock. Received: "
         "what reached the page from the viewer; shown: drawn frames that held a new arm pose / cloud; frames: all "
         "frames drawn (targets: arm >= 30 Hz, cloud >= 10 Hz):", "",
