@@ -87,3 +87,15 @@ def test_non_loopback_host_warns_and_serves():
         out, err = p.communicate(timeout=30)
     assert p.returncode == 0  # SIGTERM: a clean stop
     assert "WARNING: listening on 0.0.0.0" in err and "move the sliders" in err
+
+
+def test_viewer_node_bad_redraw_rate_one_fatal_line_exit_2():
+    import os
+    import random
+
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    p = subprocess.run([sys.executable, "-m", "manip_view.viewer_node", "--ros-args", "-p", "redraw_rate_hz:=0.0"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    out = p.stdout + p.stderr
+    assert p.returncode == 2, out
+    assert "redraw_rate_hz must be > 0" in out and "Traceback" not in out, out
