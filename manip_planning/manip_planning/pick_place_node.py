@@ -453,6 +453,9 @@ class PickPlaceNode(Node):
             goal.goal_time_tolerance = duration_msg(self.goal_time_tolerance)
         w = _Wait(self.exec_client.send_goal_async(goal))
         if not w.wait(self.server_timeout, self._cancelled):
+            # a controller that accepts it later (a respawned one catching up on a loaded machine) must not run a
+            # trajectory this task gave up on: the next plan starts from where the arm is
+            w.future.add_done_callback(_cancel_if_accepted)
             return False, "the controller did not answer the goal" if not self._cancelled() else "canceled"
         gh = w.future.result()
         if not gh.accepted:
@@ -493,6 +496,16 @@ class PickPlaceNode(Node):
             return False, f"gripper/grasp: no answer within {self.grasp_timeout:g} s", ""
         resp = w.future.result()
         return bool(resp.success), resp.message, resp.object_name
+
+
+def _cancel_if_accepted(future):
+    """Done callback of a goal request given up on: cancel the goal if the server accepted it after all."""
+    try:
+        handle = future.result()
+    except Exception:  # noqa: BLE001 (no goal, nothing to cancel)
+        return
+    if handle is not None and handle.accepted:
+        handle.cancel_goal_async()
 
 
 def _cancel_task(node):

@@ -187,6 +187,6 @@ class LimitMonitor:
             rate = float(np.max(np.abs(q - self.last[1]) / (self.vmax * dt)))
             self.max_rate = max(self.max_rate, rate)
             if rate > 1.5 and np.max(np.abs(q - self.last[1])) > 0.01:
-                self.violations.append(("jump", dt, (q - self.last[1]).tolist()))
+                self.violations.append(("jump", t, dt, (q - self.last[1]).tolist()))
         self.last = (t, q)
         return q

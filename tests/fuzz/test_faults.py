@@ -83,7 +83,7 @@ def test_kill9_controller_and_planner_during_pick_place(node_procs, ros_client, 
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
     from manip_msgs.action import PickPlace
-    from manip_msgs.msg import SceneObjectArray
+    from manip_msgs.msg import ControllerState, SceneObjectArray
     client = ros_client
     node = client.node
     procs = {name: node_procs(name, params) for name, params in PARAMS.items()}
@@ -91,6 +91,9 @@ def test_kill9_controller_and_planner_during_pick_place(node_procs, ros_client, 
     truth = {}
     node.create_subscription(Float64MultiArray, "effort_controller/commands", mon.on_effort, 100)
     node.create_subscription(JointState, "joint_states", mon.on_joint_states, 100)
+    state_at = {"t": 0.0}   # wall time of the latest controller_state (a respawned controller is up once it publishes)
+    node.create_subscription(ControllerState, "joint_trajectory_controller/controller_state",
+                             lambda m: state_at.__setitem__("t", time.monotonic()), 10)
     node.create_subscription(SceneObjectArray, "sim/objects", lambda m: truth.update(
         {o.name: np.array([o.pose.position.x, o.pose.position.y, o.pose.position.z]) for o in m.objects}), 10)
     action = ActionClient(node, PickPlace, "pick_place")
@@ -128,6 +131,8 @@ def test_kill9_controller_and_planner_during_pick_place(node_procs, ros_client, 
         # from wherever the cube is succeeds
         assert client.spin_until(lambda: action.server_is_ready(), 60)
         t0 = time.monotonic()
+        # the respawned controller holds the arm again (it starts in seconds to minutes on a loaded machine)
+        assert client.spin_until(lambda: state_at["t"] > t0, 240), f"no controller_state after the respawn\n{logs()}"
         assert _planner_answers(client, timeout=240), f"the respawned graph does not plan\n{logs()}"
         robustness.add(f"kill -9 {fault}: respawned graph answers a Cartesian plan", "planner",
                        f"after {time.monotonic() - t0:.0f} s")
