@@ -8,7 +8,8 @@ cached by the file's SHA-256 (in ``$MANIP_CACHE_DIR`` or ``~/.cache/manip``). Se
 of groups on different bodies (links welded by fixed joints form one body), minus the SRDF's
 ``disable_collisions``, minus bodies joined by one joint. A URDF without collision elements gets a warning and, with
 ``fallback_radius_m``, capsules of that radius along the link chain (as the heuristics did). An attached
-object (a Shape in the tip link's frame) becomes part of the tip.
+object (a Shape in the tip link's frame) becomes part of the tip (not checked against the tip's body, nor the
+body one joint up).
 """
 from __future__ import annotations
 
@@ -326,7 +327,7 @@ class RobotCollisionModel:
 
     def attach(self, shape, touch_links=()):
         """Attach a Shape (pose in the tip link's frame) to the tip; it is not checked against the tip's body,
-        nor against touch_links. None detaches."""
+        the body one joint up, nor touch_links. None detaches."""
         self.attached = shape
         self.touch_links = set(touch_links)
         self._build()
@@ -398,8 +399,9 @@ class RobotCollisionModel:
                     other = nb if na == self.ATTACHED else na
                     if other in self.touch_links or other == self.model.tip_link:
                         continue
-                    out.append((i, j))
-                    continue
+                # the attached object is part of the tip's body: the body one joint up is adjacent to it too (a
+                # held cube against the flange overlaps the conservative cover of the UR5's wrist-2 housing; the
+                # wrist-3 joint only spins it about the tool axis)
                 if parent.get(ba, -2) == bb or parent.get(bb, -2) == ba:
                     continue  # joined by one joint (links welded by fixed joints count as one)
                 if frozenset((na, nb)) in self.disabled:

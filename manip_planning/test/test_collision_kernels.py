@@ -162,3 +162,13 @@ def test_base_in_an_obstacle_makes_every_configuration_collide():
     assert not ch.is_free(q) and not ch.are_free(np.zeros((3, rc.model.dof))).any()
     no_fixed = RobotCollisionModel.from_urdf(ARM_PRIMS, check_fixed_links=False)
     assert CollisionChecker(no_fixed, inside_base).is_free(q)
+
+
+def test_held_object_is_not_checked_against_the_tip_nor_the_body_one_joint_up():
+    """The attached object is part of the tip's body (l3): like a link, it is adjacent to the body one joint up
+    (l2) and is checked against the others only."""
+    rc = model("prims")
+    names = rc.group_names
+    partners = {names[h] if names[g] == rc.ATTACHED else names[g] for g, h in rc.pairs
+                if rc.ATTACHED in (names[g], names[h])}
+    assert partners == {"base", "l1"}
