@@ -188,3 +188,40 @@ def test_real_launch_twenty_stop_cycles(real_launch, tmp_path):
     # and a Ctrl-C to ros2 launch itself while it loads, before any node
     code, text = stop_cycle(real_launch, 0.5, "ctrl_c", tmp_path / "before-nodes.log", after_nodes=False)
     check_nodes_clean(text, "Ctrl-C while launch loads")
+
+
+def test_real_launch_stops_the_graph_when_a_node_dies(real_launch, tmp_path):
+    """Fail fast under ros2 launch (issue 18): every node of the launch files without respawn has on_exit="shutdown".
+    sim_bridge, given a broken scene, logs FATAL and exits 1 at start-up; launch then shuts the graph down by itself
+    (no signal sent): every other node it started exits cleanly and no process is left."""
+    scene = tmp_path / "broken_scene.yaml"
+    scene.write_text("robot: {urdf: 5}\n")
+    log_path = tmp_path / "launch.log"
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               REAL_LAUNCH_CACHE=str(ROOT / "build" / "real-launch"))
+    with open(log_path, "w") as log:
+        p = subprocess.Popen([str(real_launch), "--no-build", str(LAUNCH), f"scene:={scene}"], cwd=ROOT, env=env,
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = p.wait(timeout=180)     # a hang guard: without on_exit, launch would keep the graph running
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    end = time.monotonic() + 5.0
+    while _group_alive(p.pid) and time.monotonic() < end:
+        time.sleep(0.1)
+    left = _group_alive(p.pid)
+    if left:
+        os.killpg(p.pid, signal.SIGKILL)
+    text = log_path.read_text(errors="replace")
+    assert not left, f"processes left {left}\n{text[-3000:]}"
+    assert code == 0, text[-3000:]          # launch's status after a Shutdown action
+    assert re.search(r"\[sim_bridge-\d+\] \[FATAL\] .*robot\.urdf: expected a non-empty string, got 5", text), text[-3000:]
+    assert re.search(r"\[sim_bridge-\d+\]: process has died \[pid \d+, exit code 1", text), text[-3000:]
+    assert re.search(r"process\[sim_bridge-\d+\] was required: shutting down launched system", text), text[-3000:]
+    started = dict(re.findall(r"\[(\S+?-\d+)\]: process started with pid \[(\d+)\]", text))
+    assert len(started) >= 6, started
+    for label in started:
+        if not label.startswith("sim_bridge-"):
+            assert re.search(rf"\[{re.escape(label)}\]: process has finished cleanly", text), (label, text[-4000:])

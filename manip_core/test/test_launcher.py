@@ -530,6 +530,8 @@ def test_project_launch_file_resolves(name):
         assert params['use_sim_time'] is (name == 'pick_place_sim.launch.xml')
         for path in files:
             assert Path(path).is_file()
+        # fail fast under ros2 launch too: a node that is not respawned ends the launch when it exits
+        assert (node.on_exit == 'shutdown') != node.respawn, (node.name, node.on_exit, node.respawn)
         if node.name == 'sim_bridge' or (node.name == 'stereo_obstacles' and name == 'pick_place_sim.launch.xml'):
             assert files == [str(ROOT / 'manip_sim/config/stereo_camera.yaml')]
         elif node.name == 'stereo_obstacles':  # alone: a real camera's file, nothing of the simulator's scene
