@@ -19,7 +19,7 @@ average. In 3 and 4, counted inside the page (manip_view.page_stats, on the page
 "received" is what the viewer delivers; "shown" is also bounded by how fast the browser renders. Chromium's CPU
 time per drawn frame says what the renderer costs, apart from the load.
 
-    .venv/bin/python bench/view.py [--quick] [--no-save] [--seconds S] [--redraw-rate-hz HZ]
+    .venv/bin/python bench/view.py [--quick] [--no-save] [--seconds S] [--redraw-rate-hz HZ] [--viewer-nice N]
 
 Writes bench/results/view-<time>.md/.json (+ view-latest.md). On a shared 2-core machine the figures move with
 the load (recorded with them).
@@ -119,6 +119,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="5 s windows")
     ap.add_argument("--seconds", type=float, default=None, help="length of each measuring window (default 15)")
     ap.add_argument("--redraw-rate-hz", type=float, default=None, help="the viewer's redraw_rate_hz (its default)")
+    ap.add_argument("--viewer-nice", type=int, default=0, help="the viewer's nice parameter (added to its nice value)")
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args()
     window = args.seconds or (5.0 if args.quick else 15.0)
@@ -239,6 +240,8 @@ def main():
         params = [f"port:={port}", f"max_cloud_points:={CLOUD_POINTS}"]
         if args.redraw_rate_hz:
             params.append(f"redraw_rate_hz:={args.redraw_rate_hz}")
+        if args.viewer_nice:
+            params.append(f"nice:={args.viewer_nice}")
         procs["viewer"] = start("manip_view.viewer_node", *params)
         url = f"http://127.0.0.1:{port}"
         while True:
@@ -287,7 +290,8 @@ def main():
         f"{results['load_before']:.1f} before / {results['load_after']:.1f} after)", "",
         f"Published by the bench: joint_states {JOINT_STATES_HZ:.0f} Hz (every joint moving), a "
         f"{CLOUD_POINTS:,}-point cloud {CLOUD_HZ:.0f} Hz (an empty one in the arm-only windows); the viewer's "
-        f"redraw_rate_hz: {rate}. Windows of {window:.0f} s.", "",
+        f"redraw_rate_hz: {rate}, its nice parameter: {args.viewer_nice} (this process's nice value: {os.nice(0)}). "
+        f"Windows of {window:.0f} s.", "",
         "In the page (headless Chromium, software WebGL: no GPU here), per second of the page's clock. Received: "
         "what reached the page from the viewer; shown: drawn frames that held a new arm pose / cloud; frames: all "
         "frames drawn (targets: arm >= 30 Hz, cloud >= 10 Hz):", "",

@@ -65,6 +65,20 @@ def _seconds(d):
     return d.sec + 1e-9 * d.nanosec
 
 
+def _lower_priority(by):
+    """Add ``by`` to the nice value of every thread of this process (on Linux nice is per thread; threads started
+    later inherit their creator's); the new nice value of this thread."""
+    import os
+
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            t = int(tid)
+            os.setpriority(os.PRIO_PROCESS, t, min(19, os.getpriority(os.PRIO_PROCESS, t) + by))
+        except (OSError, ValueError):  # a thread that ended meanwhile
+            pass
+    return os.getpriority(os.PRIO_PROCESS, 0)
+
+
 def _wait(future, timeout_s):
     """The future's result, or None after timeout_s (the executor completes it on its own thread)."""
     done = threading.Event()
@@ -109,6 +123,11 @@ class Viewer(Node):
         n = {k: p(k, v, d(description=why)).value for k, (v, why) in names.items()}
         if not is_loopback(self.host):
             self.get_logger().warning(f"listening on {self.host}: anyone who reaches this address can move the arm")
+        nice = p("nice", 0, d(description="added to the nice value of the viewer's process at start (0: unchanged; "
+                                         "10: on a busy machine the control loop goes first)")).value
+        if nice:
+            self.get_logger().info(f"nice value {_lower_priority(int(nice))}: the viewer yields the CPU to the "
+                                   "control loop")
         group = ReentrantCallbackGroup()
         self._pub = self.create_publisher(JointTrajectory, n["trajectory_topic"], 10)
         self._ik = self.create_client(ComputeIK, n["ik_service"], callback_group=group)

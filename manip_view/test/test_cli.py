@@ -99,3 +99,32 @@ def test_viewer_node_bad_redraw_rate_one_fatal_line_exit_2():
     out = p.stdout + p.stderr
     assert p.returncode == 2, out
     assert "redraw_rate_hz must be > 0" in out and "Traceback" not in out, out
+
+
+def test_viewer_node_nice_parameter_lowers_every_thread():
+    """nice:=3 adds 3 to the nice value of every thread of the viewer's process (Linux: nice is per thread)."""
+    import os
+    import random
+
+    from manip_core.robots import robot_path
+
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    p = subprocess.Popen([sys.executable, "-m", "manip_view.viewer_node", "--ros-args", "-p",
+                          f"urdf_path:={robot_path('ur5')}", "-p", f"port:={free_port()}", "-p", "nice:=3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        line, deadline = "", time.monotonic() + 120
+        while "page at http" not in line and time.monotonic() < deadline and p.poll() is None:
+            line = p.stdout.readline()
+        assert "page at http" in line, line
+        expected = min(19, os.nice(0) + 3)
+        values = {}
+        for tid in os.listdir(f"/proc/{p.pid}/task"):
+            try:
+                values[tid] = int(open(f"/proc/{p.pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()[16])
+            except OSError:  # a thread that ended meanwhile
+                pass
+        assert len(values) > 3 and set(values.values()) == {expected}, values
+    finally:
+        p.terminate()
+        p.wait(30)
