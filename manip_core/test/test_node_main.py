@@ -3,6 +3,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 PROGRAM = textwrap.dedent("""
     import os, signal, sys
     from manip_core.ros.node_main import run_node, install_stop_handlers
@@ -78,6 +80,46 @@ IN_CALLBACK = textwrap.dedent("""
 
 def test_a_signal_inside_a_c_callback_interrupts_the_start_up_once_the_callback_returned():
     p = subprocess.run([sys.executable, "-c", IN_CALLBACK], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "callback returned" in p.stdout and "interrupted after the callback: SIGTERM" in p.stdout, p.stdout
+    assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr
+
+
+IN_WEAKREF_CALLBACK = textwrap.dedent("""
+    import os, signal, sys, time, weakref
+    from manip_core.ros import node_main
+    node_main.install_stop_handlers()
+    # a weakref callback that C calls when the object dies, as importlib's module-lock clean-up
+    # (_get_module_lock.<locals>.cb) while a node imports its modules; KIND 'del': a __del__ method instead
+    code = compile("def cb(ref=None):\\n    os.kill(os.getpid(), signal.SIGTERM)\\n    for _ in range(2000):\\n"
+                   "        time.sleep(0.0001)\\n", "<frozen importlib._bootstrap>", "exec")
+    exec(code, globals())
+    class Obj:
+        pass
+    if sys.argv[1] == "del":
+        Obj.__del__ = lambda self: cb()
+        Obj.__del__.__code__ = Obj.__del__.__code__.replace(co_name="__del__")
+    t0 = time.monotonic()
+    try:
+        with node_main.interruptible_startup():
+            o = Obj()
+            r = weakref.ref(o, cb) if sys.argv[1] == "weakref" else None
+            del o   # C calls the callback here
+            print("callback returned", flush=True)
+            while time.monotonic() - t0 < 5:
+                time.sleep(0.001)
+            print("not interrupted", flush=True)
+    except node_main.StartupInterrupted as e:
+        print(f"interrupted after the callback: {e}", flush=True)
+        sys.exit(0)
+    sys.exit(3)
+""")
+
+
+@pytest.mark.parametrize("kind", ["weakref", "del"])
+def test_a_signal_inside_a_weakref_callback_or_del_interrupts_the_start_up_once_it_returned(kind):
+    p = subprocess.run([sys.executable, "-c", IN_WEAKREF_CALLBACK, kind], capture_output=True, text=True,
+                       timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "callback returned" in p.stdout and "interrupted after the callback: SIGTERM" in p.stdout, p.stdout
     assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr

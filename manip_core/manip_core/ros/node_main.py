@@ -60,17 +60,22 @@ def _watchdog():
     os._exit(0)
 
 
-# Python code that C calls back (ctypes callbacks): an exception raised there does not propagate, Python prints
-# "Exception ignored ... Traceback" and the C caller goes on. numba's compiler (llvmlite's object-cache
-# callbacks) is such code, and it runs while a node with a cold numba cache starts (a colcon install's first run).
+# Python code that C calls back and whose exceptions C does not propagate: Python prints "Exception ignored ...
+# Traceback" and the C caller goes on. numba's compiler (llvmlite's object-cache ctypes callbacks) is such code, and
+# it runs while a node with a cold numba cache starts (a colcon install's first run); so are __del__ methods and
+# weakref callbacks such as importlib's module-lock clean-up (_get_module_lock.<locals>.cb), which runs while a node
+# imports its modules.
 _CALLBACK_DIRS = (os.sep + "llvmlite" + os.sep,)
+_CALLBACK_CODES = (("importlib._bootstrap", "cb"), ("", "__del__"))  # (file name part, function name)
 DEFER_S = 0.02  # s between retries of a start-up interruption that arrived inside such a callback
 _pending = [None]
 
 
 def _in_callback(frame):
     while frame is not None:
-        if any(d in frame.f_code.co_filename for d in _CALLBACK_DIRS):
+        code = frame.f_code
+        if any(d in code.co_filename for d in _CALLBACK_DIRS) or any(
+                f in code.co_filename and n == code.co_name for f, n in _CALLBACK_CODES):
             return True
         frame = frame.f_back
     return False
