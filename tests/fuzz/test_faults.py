@@ -8,6 +8,12 @@ no jump). The goal running at the kill ends with a clear error code and message 
 respawned graph answers a Cartesian plan; a new goal afterwards, from the cube's ground-truth position, succeeds
 (a second goal is allowed: on the loaded 2-core machine one missed a goal tolerance once). Slow: several simulated
 pick-and-places (about 4 minutes).
+
+No perception runs, so the test publishes the scene's obstacles (the pillar, ground truth of
+manip_sim/config/pick_place_scene.yaml, base frame) on ``obstacles`` and the goals ask for avoid_obstacles: without
+them the UR5's joint-space approach above the cube grazed the pillar, and the contact (PyBullet's ground truth:
+wrist_3_link, then wrist_1_link, at 0 mm from the pillar) spun wrist_3 to 6 rad/s (1.98x its velocity limit) with
+its commanded effort near 0: a collision the monitor rightly flagged, not a fault of the controller's hand-over.
 """
 import os
 import signal
@@ -25,6 +31,7 @@ pytest.importorskip("control_msgs.action")
 
 UR5_URDF = Path(__file__).resolve().parents[2] / "manip_core" / "manip_core" / "robots" / "ur5.urdf"
 UR5 = RobotModel.load("ur5")
+SCENE = Path(__file__).resolve().parents[2] / "manip_sim" / "config" / "pick_place_scene.yaml"
 PICK = np.array([0.45, -0.25, 0.02])   # the cube of manip_sim/config/pick_place_scene.yaml
 PLACE = np.array([0.30, -0.25, 0.02])
 MODEL = {"urdf_path": UR5_URDF, "use_sim_time": "true"}
@@ -41,7 +48,7 @@ PARAMS = {
 def _goal(pick, place):
     from geometry_msgs.msg import PoseStamped
     from manip_msgs.action import PickPlace
-    goal = PickPlace.Goal(object_name="cube", avoid_obstacles=False)
+    goal = PickPlace.Goal(object_name="cube", avoid_obstacles=True)
     for field, xyz in (("pick_pose", pick), ("place_pose", place)):
         ps = PoseStamped()
         ps.header.frame_id = "base_link"
@@ -49,6 +56,25 @@ def _goal(pick, place):
         ps.pose.orientation.w = 1.0
         setattr(goal, field, ps)
     return goal
+
+
+def _scene_obstacles(frame_id="base_link"):
+    """The scene's static obstacles (their centres and extents: scene.BodySpec, base frame) as the ObstacleArray
+    perception would publish."""
+    from manip_msgs.msg import Obstacle, ObstacleArray
+    from manip_sim.scene import load_scene
+    scene = load_scene(SCENE)
+    msg = ObstacleArray()
+    msg.header.frame_id = frame_id
+    for i, b in enumerate(scene.obstacles):
+        size = np.asarray(b.size, dtype=float)
+        o = Obstacle(id=i, radius=float(np.linalg.norm(size) / 2), num_points=1, confidence=1.0)
+        o.header.frame_id = frame_id
+        o.center.x, o.center.y, o.center.z = (float(v) for v in b.position)
+        o.size.x, o.size.y, o.size.z = (float(v) for v in size)
+        msg.obstacles.append(o)
+    assert msg.obstacles, f"{SCENE} has no obstacles"
+    return msg
 
 
 def _planner_answers(client, timeout):
@@ -83,7 +109,7 @@ def test_kill9_controller_and_planner_during_pick_place(node_procs, ros_client, 
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
     from manip_msgs.action import PickPlace
-    from manip_msgs.msg import ControllerState, SceneObjectArray
+    from manip_msgs.msg import ControllerState, ObstacleArray, SceneObjectArray
     client = ros_client
     node = client.node
     procs = {name: node_procs(name, params) for name, params in PARAMS.items()}
@@ -97,6 +123,10 @@ def test_kill9_controller_and_planner_during_pick_place(node_procs, ros_client, 
     node.create_subscription(SceneObjectArray, "sim/objects", lambda m: truth.update(
         {o.name: np.array([o.pose.position.x, o.pose.position.y, o.pose.position.z]) for o in m.objects}), 10)
     action = ActionClient(node, PickPlace, "pick_place")
+    # the pillar for the planner (a respawned planner gets it again from the next message)
+    obstacles_pub = node.create_publisher(ObstacleArray, "obstacles", 10)
+    obstacles = _scene_obstacles()
+    node.create_timer(0.5, lambda: obstacles_pub.publish(obstacles))
 
     def logs():
         return "\n".join(f"--- {k}\n{p.log[-1500:]}" for k, p in procs.items())
