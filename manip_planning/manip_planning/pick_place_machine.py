@@ -274,19 +274,7 @@ class PickPlaceMachine:
         self.home = home
         if held is not None:
             return self._prepare_held(goal, held, h, np.asarray(q_now, dtype=np.float64), home)
-        sol, poses, failures = None, None, []
-        yaws = tuple(cfg.grasp_yaw_offsets or (0.0,))
-        for yaw in yaws:
-            poses = self._poses(goal, h, yaw)
-            sol, failure = self._solve_all(poses, home)
-            if sol is not None:
-                break
-            failures.append(failure)
-        if sol is None:
-            raise _Abort(UNREACHABLE, failures[0] + (f" (also with the tool turned by {len(yaws) - 1} other yaw "
-                                                     f"offset(s))" if len(yaws) > 1 else ""))
-        self.grasp_yaw_offset = float(yaw)
-        self.solutions = sol
+        poses = self._solve_over_yaws(goal, h, home)
         T_pick, T_above_pick, T_place, T_above_place = (poses[k] for k in ("pick", "above_pick", "place",
                                                                          "above_place"))
         p_pick, p_place = np.asarray(goal.pick)[:3, 3], np.asarray(goal.place)[:3, 3]
@@ -323,26 +311,29 @@ class PickPlaceMachine:
             (HOME, [("move", ("joint", home, avoid, "place"), "back home")]),
         ]
 
+    def _solve_over_yaws(self, goal, h, seed, keys=("above_pick", "pick", "above_place", "place")):
+        """The task's poses at the first grasp yaw offset whose poses (``keys``: those only) all have IK solutions
+        (seeded from ``seed``); sets grasp_yaw_offset and solutions; UNREACHABLE naming the first failure."""
+        failures = []
+        yaws = tuple(self.config.grasp_yaw_offsets or (0.0,))
+        for yaw in yaws:
+            poses = self._poses(goal, h, yaw)
+            sol, failure = self._solve_all(poses, seed, keys)
+            if sol is not None:
+                self.grasp_yaw_offset = float(yaw)
+                self.solutions = sol
+                return poses
+            failures.append(failure)
+        raise _Abort(UNREACHABLE, failures[0] + (f" (also with the tool turned by {len(yaws) - 1} other yaw "
+                                                 f"offset(s))" if len(yaws) > 1 else ""))
+
     def _prepare_held(self, goal, held, h, q_now, home):
         """The steps of a task that starts with ``held`` in the gripper: lift, above the place, place, home."""
-        cfg = self.config
         if goal.object_name and goal.object_name != held.name:
             raise _Abort(INVALID_GOAL, f"the gripper still holds '{held.name}' from an earlier task; a goal for "
                                        f"'{goal.object_name}' cannot pick with it held: send a goal for "
                                        f"'{held.name}' (or an empty object_name), which places it at its place pose")
-        sol, poses, failures = None, None, []
-        yaws = tuple(cfg.grasp_yaw_offsets or (0.0,))
-        for yaw in yaws:
-            poses = self._poses(goal, h, yaw)
-            sol, failure = self._solve_all(poses, q_now, ("above_place", "place"))
-            if sol is not None:
-                break
-            failures.append(failure)
-        if sol is None:
-            raise _Abort(UNREACHABLE, failures[0] + (f" (also with the tool turned by {len(yaws) - 1} other yaw "
-                                                     f"offset(s))" if len(yaws) > 1 else ""))
-        self.grasp_yaw_offset = float(yaw)
-        self.solutions = sol
+        poses = self._solve_over_yaws(goal, h, q_now, ("above_place", "place"))
         T_place, T_above_place = poses["place"], poses["above_place"]
         self.object_box = None
         if self._obstacles is not None:
