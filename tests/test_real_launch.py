@@ -109,6 +109,21 @@ def _started_pids(log_path):
     return [int(pid) for pid in re.findall(r"\]: process started with pid \[(\d+)\]", text)]
 
 
+def _end_group(p):
+    """Kill launch process p if it still runs; give its process group 5 s more to empty, then SIGKILL what is
+    left; the pids that were left (none when every node exited by itself)."""
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    end = time.monotonic() + 5.0
+    while _group_alive(p.pid) and time.monotonic() < end:
+        time.sleep(0.1)
+    left = _group_alive(p.pid)
+    if left:
+        os.killpg(p.pid, signal.SIGKILL)
+    return left
+
+
 def stop_cycle(tool, delay_s, how, log_path, after_nodes=True):
     """Start the launch file, signal it delay_s after launch started the node processes (after_nodes; else
     after launch itself started), wait for the end; (launch status, log text)."""
@@ -143,15 +158,7 @@ def stop_cycle(tool, delay_s, how, log_path, after_nodes=True):
                     raise
                 code = None  # launch's own race (below): the nodes are checked as in any other cycle
         finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-    end = time.monotonic() + 5.0
-    while _group_alive(p.pid) and time.monotonic() < end:
-        time.sleep(0.1)
-    left = _group_alive(p.pid)
-    if left:
-        os.killpg(p.pid, signal.SIGKILL)
+            left = _end_group(p)
     text = Path(log_path).read_text(errors="replace")
     assert not left, f"{how} at {delay_s} s: processes left {left}\n{text[-3000:]}"
     return code, text
@@ -205,15 +212,7 @@ def test_real_launch_stops_the_graph_when_a_node_dies(real_launch, tmp_path):
         try:
             code = p.wait(timeout=180)     # a hang guard: without on_exit, launch would keep the graph running
         finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-    end = time.monotonic() + 5.0
-    while _group_alive(p.pid) and time.monotonic() < end:
-        time.sleep(0.1)
-    left = _group_alive(p.pid)
-    if left:
-        os.killpg(p.pid, signal.SIGKILL)
+            left = _end_group(p)
     text = log_path.read_text(errors="replace")
     assert not left, f"processes left {left}\n{text[-3000:]}"
     assert code == 0, text[-3000:]          # launch's status after a Shutdown action

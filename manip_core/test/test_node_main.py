@@ -54,58 +54,38 @@ def test_a_node_stuck_after_the_stop_signal_exits_after_the_grace_period_and_say
 
 
 IN_CALLBACK = textwrap.dedent("""
-    import os, signal, sys, time
+    import os, signal, sys, time, weakref
     import llvmlite
     from manip_core.ros import node_main
     node_main.install_stop_handlers()
-    # code that C calls back into (llvmlite's object-cache callback while numba compiles): the signal arrives
-    # there; raising would print "Exception ignored ... Traceback" and be lost
-    callback_file = os.path.join(os.path.dirname(llvmlite.__file__), "binding", "executionengine.py")
-    callback = compile("os.kill(os.getpid(), signal.SIGTERM)\\nfor _ in range(2000):\\n    time.sleep(0.0001)\\n",
-                       callback_file, "exec")
-    t0 = time.monotonic()
-    try:
-        with node_main.interruptible_startup():
-            exec(callback, globals())   # returns normally: the interruption is deferred
-            print("callback returned", flush=True)
-            while time.monotonic() - t0 < 5:
-                time.sleep(0.001)
-            print("not interrupted", flush=True)
-    except node_main.StartupInterrupted as e:
-        print(f"interrupted after the callback: {e}", flush=True)
-        sys.exit(0)
-    sys.exit(3)
-""")
-
-
-def test_a_signal_inside_a_c_callback_interrupts_the_start_up_once_the_callback_returned():
-    p = subprocess.run([sys.executable, "-c", IN_CALLBACK], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "callback returned" in p.stdout and "interrupted after the callback: SIGTERM" in p.stdout, p.stdout
-    assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr
-
-
-IN_WEAKREF_CALLBACK = textwrap.dedent("""
-    import os, signal, sys, time, weakref
-    from manip_core.ros import node_main
-    node_main.install_stop_handlers()
-    # a weakref callback that C calls when the object dies, as importlib's module-lock clean-up
-    # (_get_module_lock.<locals>.cb) while a node imports its modules; KIND 'del': a __del__ method instead
-    code = compile("def cb(ref=None):\\n    os.kill(os.getpid(), signal.SIGTERM)\\n    for _ in range(2000):\\n"
-                   "        time.sleep(0.0001)\\n", "<frozen importlib._bootstrap>", "exec")
-    exec(code, globals())
+    # Python code that C calls and whose exceptions C does not propagate: the signal arrives there; raising would
+    # print "Exception ignored ... Traceback" and be lost. KIND llvmlite: llvmlite's object-cache callback while
+    # numba compiles; weakref: importlib's module-lock clean-up (_get_module_lock.<locals>.cb, a weakref callback)
+    # while a node imports its modules; del: a __del__ method
+    BODY = "os.kill(os.getpid(), signal.SIGTERM)\\nfor _ in range(2000):\\n    time.sleep(0.0001)\\n"
+    kind = sys.argv[1]
+    if kind == "llvmlite":
+        code = compile(BODY, os.path.join(os.path.dirname(llvmlite.__file__), "binding", "executionengine.py"),
+                       "exec")
+    elif kind == "weakref":
+        exec(compile("def cb(ref):\\n" + BODY.replace("\\n", "\\n    ").join(["    ", ""]),
+                     "<frozen importlib._bootstrap>", "exec"), globals())
     class Obj:
-        pass
-    if sys.argv[1] == "del":
-        Obj.__del__ = lambda self: cb()
-        Obj.__del__.__code__ = Obj.__del__.__code__.replace(co_name="__del__")
+        if kind == "del":
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(2000):
+                    time.sleep(0.0001)
     t0 = time.monotonic()
     try:
         with node_main.interruptible_startup():
-            o = Obj()
-            r = weakref.ref(o, cb) if sys.argv[1] == "weakref" else None
-            del o   # C calls the callback here
-            print("callback returned", flush=True)
+            if kind == "llvmlite":
+                exec(code, globals())
+            else:
+                o = Obj()
+                r = weakref.ref(o, cb) if kind == "weakref" else None
+                del o   # C calls the weakref callback or __del__ here
+            print("callback returned", flush=True)   # returns normally: the interruption is deferred
             while time.monotonic() - t0 < 5:
                 time.sleep(0.001)
             print("not interrupted", flush=True)
@@ -116,10 +96,9 @@ IN_WEAKREF_CALLBACK = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("kind", ["weakref", "del"])
-def test_a_signal_inside_a_weakref_callback_or_del_interrupts_the_start_up_once_it_returned(kind):
-    p = subprocess.run([sys.executable, "-c", IN_WEAKREF_CALLBACK, kind], capture_output=True, text=True,
-                       timeout=60)
+@pytest.mark.parametrize("kind", ["llvmlite", "weakref", "del"])
+def test_a_signal_inside_a_c_callback_interrupts_the_start_up_once_the_callback_returned(kind):
+    p = subprocess.run([sys.executable, "-c", IN_CALLBACK, kind], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "callback returned" in p.stdout and "interrupted after the callback: SIGTERM" in p.stdout, p.stdout
     assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr
