@@ -92,7 +92,9 @@ def _interrupt(name, frame):
         signal.setitimer(signal.ITIMER_REAL, DEFER_S)
         return
     _interrupt_startup[0] = False  # once
-    _pending[0] = None
+    if _pending[0] is not None:  # a deferral's timer may still be armed (a second signal came first): disarm it,
+        signal.setitimer(signal.ITIMER_REAL, 0.0)  # else it fires at exit, when SIGALRM is default again (-14)
+        _pending[0] = None
     raise StartupInterrupted(name)
 
 
