@@ -1111,7 +1111,10 @@ def test_signal_at_any_moment_of_start_up_stops_everything(tmp_path):
             assert code == 128 + sig and 'not started:' in err, (delay, code, err)
             outcomes.add('starting')
         else:                                               # the graph was up
-            assert code == 0 and n == 3, (delay, code, err)
+            # every node started and its end reported; a node whose interpreter had not reached its first line
+            # when the signal came (a loaded machine) dies of it before it writes its pid (n < 3)
+            ended = re.findall(r'\] ([abc]) (?:was killed by|exited with code)', err)
+            assert code == 0 and sorted(ended) == ['a', 'b', 'c'], (delay, code, err, n)
             assert f'received {sig.name}, shutting down' in err
             outcomes.add('up')
     print('outcomes', sorted(outcomes))
