@@ -476,6 +476,13 @@ def test_self_filter_in_the_node(gt, ros, camera, tmp_path):
         objects = [o for o in gt.main_objects() if o.name != 'box_a']
         sc = gt.render_scene(camera, objects, tmp_path / 'scene', seed=3, extra_bodies=robot)
         js = JointState(name=list(model.joint_names), position=[float(x) for x in gt.ROBOT_Q])
+        # joint_states first, at 10 Hz, until the node's subscription is discovered and 1 s more: a frame that
+        # comes before any reaches the node is not self-filtered (logged), and its robot is an obstacle
+        h.feeder.run([('joint_states', js)], repeat=0.1)
+        end = time.monotonic() + TIMEOUT
+        while h.node.count_subscribers('joint_states') == 0 and time.monotonic() < end:
+            h.spin_for(0.1)
+        h.spin_for(1.0)
         stamp = _stamp(4000)
         h.feeder.run([('joint_states', js), ('sleep', 0.2)] + _steps(_frame(sc, stamp)), repeat=1.0)
         found = h.wait_for(stamp)
