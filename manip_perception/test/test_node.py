@@ -476,13 +476,7 @@ def test_self_filter_in_the_node(gt, ros, camera, tmp_path):
         objects = [o for o in gt.main_objects() if o.name != 'box_a']
         sc = gt.render_scene(camera, objects, tmp_path / 'scene', seed=3, extra_bodies=robot)
         js = JointState(name=list(model.joint_names), position=[float(x) for x in gt.ROBOT_Q])
-        # joint_states first, at 10 Hz, until the node's subscription is discovered and 1 s more: a frame that
-        # comes before any reaches the node is not self-filtered (logged), and its robot is an obstacle
-        h.feeder.run([('joint_states', js)], repeat=0.1)
-        end = time.monotonic() + TIMEOUT
-        while h.node.count_subscribers('joint_states') == 0 and time.monotonic() < end:
-            h.spin_for(0.1)
-        h.spin_for(1.0)
+        _prime_joint_states(h, js)
         stamp = _stamp(4000)
         h.feeder.run([('joint_states', js), ('sleep', 0.2)] + _steps(_frame(sc, stamp)), repeat=1.0)
         found = h.wait_for(stamp)
@@ -499,6 +493,16 @@ def test_self_filter_in_the_node(gt, ros, camera, tmp_path):
         h.feeder.run([])
         rc, log = _stop(proc)
     assert rc == 0 and 'Traceback' not in log, log
+
+
+def _prime_joint_states(h, js):
+    """joint_states at 10 Hz until the node's subscription is discovered and 1 s more: a frame that comes before
+    any reaches a new node is not self-filtered (logged: 'self-filter skipped'), and its robot is an obstacle."""
+    h.feeder.run([('joint_states', js)], repeat=0.1)
+    end = time.monotonic() + TIMEOUT
+    while h.node.count_subscribers('joint_states') == 0 and time.monotonic() < end:
+        h.spin_for(0.1)
+    h.spin_for(1.0)
 
 
 def _scene_object(name, kind, T, size, attached=False):
@@ -550,6 +554,7 @@ def test_panda_self_filter_and_known_objects_in_the_node(gt, ros, panda_scene, t
             _scene_object('box_b', SceneObject.KIND_OBSTACLE, T_b, 2 * box_b.half_extents)])
         known.header.frame_id = 'panda_link0'
         known.header.stamp = stamp
+        _prime_joint_states(h, js)
         h.feeder.run([('joint_states', js), ('known_objects', known), ('sleep', 0.3)] + _steps(_frame(sc, stamp)),
                      repeat=1.0)
         msg = h.wait_for(stamp)['obstacles']
