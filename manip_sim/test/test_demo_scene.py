@@ -15,6 +15,18 @@ MBM_PANDA = Path(__file__).resolve().parents[2].parent / "shared/benchmarks/mbm/
 MBM_UR5 = MBM_PANDA.parents[1] / "ur5" / "ur5_spherized.urdf"
 
 
+
+def _pin_frame_pose(pin, urdf, positions, frame):
+    """Pinocchio's pose (SE3, base frame) of ``frame`` of ``urdf`` with the joints at ``positions`` (name -> rad,
+    the others at neutral): the oracle of the ready poses."""
+    m = pin.buildModelFromUrdf(str(urdf))
+    d = m.createData()
+    q = pin.neutral(m)
+    for name, v in positions.items():
+        q[m.joints[m.getJointId(name)].idx_q] = v
+    pin.framesForwardKinematics(m, d, q)
+    return d.oMf[m.getFrameId(frame)]
+
 def _args(**kw):
     d = dict(scene=str(Path(default_scene_path_dir()) / "pick_place_scene.yaml"), scene_given=False, robot=None,
              base_link=None, tip_link=None, camera=str(Path(default_scene_path_dir()) / "stereo_camera.yaml"),
@@ -45,13 +57,7 @@ def test_robot_only_scene_gets_objects_for_the_arm_and_a_ready_pose(tmp_path):
     assert [b.name for b in s.objects] == ["cube"] and [b.name for b in s.obstacles] == ["pillar"]
     assert s.tasks[0].object == "cube" and s.table is not None
     # the ready pose: the tool (tip z) pointing down, by Pinocchio
-    m = pin.buildModelFromUrdf(str(MBM_PANDA))
-    d = m.createData()
-    q = pin.neutral(m)
-    for name, v in s.robot.initial_positions.items():
-        q[m.joints[m.getJointId(name)].idx_q] = v
-    pin.framesForwardKinematics(m, d, q)
-    T = d.oMf[m.getFrameId("panda_grasptarget")].homogeneous
+    T = _pin_frame_pose(pin, MBM_PANDA, s.robot.initial_positions, "panda_grasptarget").homogeneous
     assert T[2, 2] < -0.999 and T[2, 3] > 0.1
     # the same scene through --robot (no --scene): the same layout
     (tmp_path / "b").mkdir()
@@ -138,15 +144,11 @@ def test_tcp_offset_gives_every_node_a_tool_frame_between_the_fingers(tmp_path):
     s = load_scene(scene_path)
     assert s.robot.tip_link == "tcp" and s.robot.urdf == str(tmp_path / "ur5_spherized_tcp.urdf")
     assert [b.name for b in s.objects] == ["cube"] and s.tasks[0].object == "cube"
-    m = pin.buildModelFromUrdf(str(MBM_UR5))
-    d = m.createData()
-    q = pin.neutral(m)
-    for name, v in s.robot.initial_positions.items():
-        q[m.joints[m.getJointId(name)].idx_q] = v
-    pin.framesForwardKinematics(m, d, q)
-    T = (d.oMf[m.getFrameId("tool0")] * pin.SE3(np.eye(3), np.array([0.0, 0.0, 0.16]))).homogeneous
+    T = (_pin_frame_pose(pin, MBM_UR5, s.robot.initial_positions, "tool0")
+         * pin.SE3(np.eye(3), np.array([0.0, 0.0, 0.16]))).homogeneous
     from manip_core import RobotModel
     model = RobotModel.from_urdf(s.robot.urdf, "base_link", "tcp")
     np.testing.assert_allclose(model.fk(np.array([s.robot.initial_positions[n] for n in model.joint_names])),
-                               (d.oMf[m.getFrameId("base_link")].inverse().homogeneous @ T), atol=1e-9)
+                               (_pin_frame_pose(pin, MBM_UR5, s.robot.initial_positions, "base_link")
+                                .inverse().homogeneous @ T), atol=1e-9)
     assert T[2, 2] < -0.999     # the ready pose has the tool (tcp z) pointing down
