@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass
 import numpy as np
 
-from . import _derivative_kernels as _DK, _entry as E, _fast as F, _ik_kernel, _kernels as K, _lane_kernels as _LK
+from . import _cpython as C, _derivative_kernels as _DK, _entry as E, _fast as F, _ik_kernel, _kernels as K
+from . import _lane_kernels as _LK
 from . import dynamics_derivatives as _deriv
 from .compile import compile_tree
 from .errors import InputError, ModelError
@@ -20,6 +21,11 @@ _EMPTY = np.zeros(0)
 _G_ZERO = np.zeros(3)
 _QVA, _QVT = ("q", "qd", "qdd"), ("q", "qd", "tau")
 _F64 = np.dtype(np.float64)
+
+
+def _no_c(*args):
+    """Stands in for manip_core._cpython's functions where that path is not available: 'not done'."""
+    return None
 
 
 def _float64(x, what, convert=np.asarray):
@@ -62,6 +68,7 @@ class RobotModel:
         self._dws = _DK.new_dws(c.mi)  # scratch of the derivative kernels
         # one int reaches mf, mi, ws, dws and the default gravity (manip_core._fast: the single calls' fast path)
         self._hdr, self._h = F.make_handle(c.mf, c.mi, self._ws, self._dws, self._g_default, c.has_inertia)
+        self._bind_c(len(c.dof_joints))
         self._link_frames = c.link_frames
         self._has_inertia = c.has_inertia
         self.base_link = base_link or tree.root
@@ -115,11 +122,22 @@ class RobotModel:
             return cls(parse_kinematic_json(path), base_link, tip_link)
         return cls.from_urdf(path, base_link, tip_link)
 
+    def _bind_c(self, dof):
+        """self._c_<name>: manip_core._cpython's builtin functions on this model's handle (or _no_c)."""
+        fns = C.bind(self._h, dof)
+        for name in C.NAMES:
+            self.__dict__[f"_c_{name}"] = _no_c if fns is None else fns[name]
+
+    def __getstate__(self):
+        """pickle: without the builtin functions (bound to this object's arrays; __setstate__ binds new ones)."""
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_c_")}
+
     def __setstate__(self, state):
         """copy.deepcopy / pickle: the handle must point at this object's own arrays, not the original's."""
         self.__dict__.update(state)
         self._hdr, self._h = F.make_handle(self._mf, self._mi, self._ws, self._dws, self._g_default,
                                            self._has_inertia)
+        self._bind_c(self.dof)
 
     def __repr__(self):
         return (f"RobotModel({self.name!r}, {self.base_link!r} -> {self.tip_link!r}, dof={self.dof}, "
@@ -231,6 +249,10 @@ class RobotModel:
         out: optional (4, 4) float64 array to fill and return; data: a RobotData from create_data() (the
         model's own scratch when None). Every single-call method below takes the same two keywords."""
         if link is None:
+            if data is None:  # manip_core._cpython: ndarrays of the right kind, or None
+                r = self._c_fk(q) if out is None else self._c_fk(q, out)
+                if r is not None:
+                    return r
             o = np.empty((4, 4)) if out is None else out
             try:
                 if not (F.fk(self._h, q, o) if data is None else F.fk_nogil(
@@ -264,6 +286,10 @@ class RobotModel:
 
     def jacobian_space(self, q, *, out=None, data=None):
         """Space Jacobian (6, dof): the tip's spatial twist [omega; v] in the base frame is J_s qd."""
+        if data is None:
+            r = self._c_jacobian_space(q) if out is None else self._c_jacobian_space(q, out)
+            if r is not None:
+                return r
         o = np.empty((6, self.dof)) if out is None else out
         try:
             if not (F.jacobian_space(self._h, q, o) if data is None else F.jacobian_space_nogil(
@@ -280,6 +306,10 @@ class RobotModel:
 
     def jacobian_body(self, q, *, out=None, data=None):
         """Body Jacobian (6, dof): the tip's twist [omega; v] in the tip frame is J_b qd; J_b = Ad_{T^-1} J_s."""
+        if data is None:
+            r = self._c_jacobian_body(q) if out is None else self._c_jacobian_body(q, out)
+            if r is not None:
+                return r
         o = np.empty((6, self.dof)) if out is None else out
         try:
             if not (F.jacobian_body(self._h, q, o) if data is None else F.jacobian_body_nogil(
@@ -383,6 +413,10 @@ class RobotModel:
         exerts on the environment, expressed in the tip frame at the tip origin (Modern Robotics' F_tip).
         """
         if gravity is GRAVITY_DEFAULT and f_tip is None:
+            if data is None:
+                r = self._c_rnea(q, qd, qdd) if out is None else self._c_rnea(q, qd, qdd, out)
+                if r is not None:
+                    return r
             o = np.empty(self.dof) if out is None else out
             try:
                 if not (F.rnea(self._h, q, qd, qdd, o) if data is None else F.rnea_nogil(
@@ -420,6 +454,10 @@ class RobotModel:
 
     def mass_matrix(self, q, *, out=None, data=None):
         """Joint-space mass matrix M(q) (dof, dof), symmetric positive definite; composite rigid bodies."""
+        if data is None:
+            r = self._c_mass_matrix(q) if out is None else self._c_mass_matrix(q, out)
+            if r is not None:
+                return r
         o = np.empty((self.dof, self.dof)) if out is None else out
         try:
             if not (F.mass_matrix(self._h, q, o) if data is None else F.mass_matrix_nogil(
@@ -476,6 +514,10 @@ class RobotModel:
     def forward_dynamics(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None, data=None):
         """qdd = M(q)^-1 (tau - c(q, qd) - g(q) - J_b^T f_tip) (rad/s^2 or m/s^2), Cholesky solve."""
         if gravity is GRAVITY_DEFAULT and f_tip is None:
+            if data is None:
+                r = self._c_forward_dynamics(q, qd, tau) if out is None else self._c_forward_dynamics(q, qd, tau, out)
+                if r is not None:
+                    return r
             o = np.empty(self.dof) if out is None else out
             try:
                 if not (F.forward_dynamics(self._h, q, qd, tau, o) if data is None else F.forward_dynamics_nogil(
