@@ -179,8 +179,9 @@ class OfflineViewer:
                 s.value = float(v)
         self.update(q)
 
-    def update(self, q):
-        """Redraw the arm and the readout at q (rad or m, clipped into the slider ranges)."""
+    def update(self, q, readout=True):
+        """Redraw the arm at q (rad or m, clipped into the slider ranges), and the readout unless ``readout`` is
+        False (``show_readout`` later: the live viewer updates the text at a lower rate than the arm)."""
         q = self.scene.clip(q)
         with self._lock, self.server.atomic():
             self.q = q
@@ -201,8 +202,17 @@ class OfflineViewer:
             if not self._tool_in_tip:
                 T_tip = self.scene.robot.fk(q)
                 self._tool.position, self._tool.wxyz = T_tip[:3, 3], _wxyz(T_tip)
-            self.readout = self.scene.readout(q)
-            self.readout_md.content = self.readout.markdown(self.scene.robot.base_link, self.scene.robot.tip_link)
+            if readout:
+                self._show_readout()
+
+    def show_readout(self):
+        """The readout (tip pose, manipulability, condition number) of the arm drawn now."""
+        with self._lock:
+            self._show_readout()
+
+    def _show_readout(self):
+        self.readout = self.scene.readout(self.q)
+        self.readout_md.content = self.readout.markdown(self.scene.robot.base_link, self.scene.robot.tip_link)
 
     @property
     def url(self):

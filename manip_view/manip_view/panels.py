@@ -293,25 +293,30 @@ class Panels:
                 h.position = tuple(float(v) for v in c)
                 h.dimensions = tuple(max(float(v), 1e-4) for v in size)
 
-    def show_cloud(self, points_m, colors=None, received=None):
-        """Points (N, 3) in the base frame (already decimated), colours (N, 3) uint8 or None (grey); ``received``:
-        how many the message held (the panel's cloud line, which changes with every cloud drawn)."""
+    def show_cloud(self, points_m, colors=None, received=None, pose=None):
+        """Points (N, 3) (already decimated), colours (N, 3) uint8 or None (grey); ``pose``: T_base_points (4x4,
+        the page applies it; None: the points are in the base frame); ``received``: how many the message held (the
+        panel's cloud line, which changes with every cloud drawn). Sent as float16 points and uint8 colours."""
         pts = np.asarray(points_m, dtype=np.float32).reshape(-1, 3)
         cols = (np.full((len(pts), 3), 160, np.uint8) if colors is None
                 else np.asarray(colors, dtype=np.uint8).reshape(-1, 3))
+        T = np.eye(4) if pose is None else np.asarray(pose, dtype=np.float64)
+        position, wxyz = T[:3, 3], _wxyz(T)
         self.cloud_count += 1
         if self.cloud_md is None:
             with self._gui_lock, self._plots:
                 self.cloud_md = self.server.gui.add_markdown("")
         size = max(0.002, 0.004 * self.scene.reach_m())
-        if self._cloud is None or len(self._cloud.points) != len(pts):
-            if self._cloud is not None:
-                self._cloud.remove()
-            self._cloud = self.server.scene.add_point_cloud("/cloud", pts, cols, point_size=size,
-                                                            point_shading="flat")
-        else:
-            with self.server.atomic():
+        with self.server.atomic():
+            if self._cloud is None or len(self._cloud.points) != len(pts):
+                if self._cloud is not None:
+                    self._cloud.remove()
+                self._cloud = self.server.scene.add_point_cloud("/cloud", pts, cols, point_size=size,
+                                                                point_shading="flat", precision="float16",
+                                                                position=position, wxyz=wxyz)
+            else:
                 self._cloud.points, self._cloud.colors = pts, cols
+                self._cloud.position, self._cloud.wxyz = position, wxyz
         self.cloud_md.content = (f"point cloud #{self.cloud_count}: {len(pts)} points drawn"
                                  + (f" of {received}" if received is not None else ""))
 

@@ -3,8 +3,9 @@ drive it.
 
 The robot comes from the usual parameters / the ``robot_description`` topic (manip_core.ros.model_source); the page
 (manip_view.app + manip_view.panels, served on ``host``:``port``, 127.0.0.1 by default, a warning for any other
-address) draws the arm at the newest ``joint_states`` (``redraw_rate_hz`` redraws per second on a fixed cadence, each
-of the newest message: nothing queues), the planner's published tip path (``planned_path``), the perceived
+address) draws the arm at the newest ``joint_states`` (taken ``redraw_rate_hz`` times a second on a fixed cadence from
+a subscription no executor spins, manip_view.polled: nothing queues, a pose already drawn is not sent again, the
+readout at most ``readout_rate_hz``), the planner's published tip path (``planned_path``), the perceived
 ``obstacles``, the stereo point cloud (decimated to ``max_cloud_points``, moved into the base frame with /tf_static
 and /tf; the newest cloud, as fast as one is decoded), the left image and the controller's tracking error
 (commanded minus actual positions from its controller_state).
@@ -46,11 +47,14 @@ from manip_msgs.srv import ComputeIK, PlanTrajectory
 
 from .app import OfflineViewer, is_loopback
 from .command import slider_move
-from .overlays import IKBranches, cloud_from_fields, decimate, plan_view, solve_ik_offline, transform_points
-from .panels import Panels, Worker
+from .overlays import IKBranches, cloud_from_fields, plan_view, solve_ik_offline, transform_points
+from .panels import Panels
+from .polled import PolledSubscriptions
 from .scene import RobotScene
 
 NEWEST = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
+NEWEST_RELIABLE = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST)
+QUEUED = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST)  # taken every redraw: 100 > 250 Hz / redraw rate
 LATCHED = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 ERROR_NAMES = {0: "SUCCESS", -1: "INVALID_INPUT", -2: "UNKNOWN_JOINT", -3: "UNKNOWN_LINK", -4: "NO_IK_SOLUTION",
                -5: "OUT_OF_LIMITS", -6: "PLANNING_FAILED", -7: "NOT_READY", -8: "COLLISION", -9: "EXECUTION_FAILED"}
@@ -102,6 +106,10 @@ class Viewer(Node):
                                                                            "joint_states, on a fixed cadence)")).value
         if not self.redraw_rate_hz > 0:
             raise ValueError(f"redraw_rate_hz must be > 0 (redraws of the arm per second), got {self.redraw_rate_hz}")
+        self.readout_rate_hz = p("readout_rate_hz", 5.0, d(description="updates per second of the FK / "
+                                                                        "manipulability readout (text)")).value
+        if not self.readout_rate_hz > 0:
+            raise ValueError(f"readout_rate_hz must be > 0 (readout updates per second), got {self.readout_rate_hz}")
         self.max_cloud_points = p("max_cloud_points", 50000,
                                   d(description="point cloud: at most this many points drawn (every k-th)")).value
         self.plan_velocity_scaling = p("plan_velocity_scaling", 0.5,
@@ -142,26 +150,37 @@ class Viewer(Node):
         self._tf = None
         self._tracking = deque(maxlen=2000)
         self._last_plot = 0.0
-        # The arm and the cloud are drawn on threads of their own, each the newest message (no queue grows): the
-        # arm on a fixed cadence of redraw_rate_hz, the cloud as fast as it is decoded.
-        self._arm_worker = Worker("manip-view-arm", min_period_s=1.0 / self.redraw_rate_hz)
-        self._cloud_worker = Worker("manip-view-cloud")
-        self.stats = {"joint_states_drawn": 0, "clouds_drawn": 0, "images_drawn": 0}
-        self.create_subscription(JointState, "joint_states", self._on_joint_states, 50)
+        self._drawn_q = None      # the arm pose last sent to the page
+        self._readout_s = 0.0     # monotonic time of the last readout update
+        self._readout_stale = False
+        self.stats = {"joint_states_drawn": 0, "clouds_drawn": 0, "images_drawn": 0, "readouts": 0}
+        # The streams (joint_states 100 Hz or more, controller_state 250 Hz, /tf at the joint_states rate, the
+        # cloud) are taken from subscriptions that no executor spins (manip_view.polled) by two drawing threads,
+        # each redraw_rate_hz times a second: the arm's (joint_states, controller_state, /tf) and the cloud's (the
+        # newest cloud; decoding one may take longer than a period). The executor wakes only for the rarer messages
+        # below. Nothing queues: each turn draws the newest message.
+        self._polled = PolledSubscriptions(self)
+        self._js_key = self._polled.subscribe(JointState, "joint_states", NEWEST_RELIABLE)
+        self._cs_key = self._polled.subscribe(ControllerState, n["controller_state_topic"], QUEUED)
+        self._cloud_key = self._polled.subscribe(PointCloud2, n["cloud_topic"], NEWEST)
+        self._tf_key = None
         self.create_subscription(ObstacleArray, n["obstacles_topic"], self._on_obstacles, 10)
         self.create_subscription(MarkerArray, n["planned_path_topic"], self._on_markers, 10)
-        self.create_subscription(PointCloud2, n["cloud_topic"], self._on_cloud, NEWEST)
         self.create_subscription(Image, n["image_topic"], self._on_image, qos_profile_sensor_data)
-        self.create_subscription(ControllerState, n["controller_state_topic"], self._on_controller_state, 50)
         try:
             from tf2_msgs.msg import TFMessage
 
             from manip_perception.tf_buffer import TransformBuffer
             self._tf = TransformBuffer()
             self.create_subscription(TFMessage, "/tf_static", self._on_tf_static, LATCHED)
-            self.create_subscription(TFMessage, "/tf", lambda m: self._tf.add_message(m), 50)
+            self._tf_key = self._polled.subscribe(TFMessage, "/tf", QUEUED)
         except ImportError:  # tf2_msgs not installed: clouds only when they are in the base frame
             self.get_logger().warning("tf2_msgs not installed: point clouds only in the base frame")
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._every, args=(fn,), name=name, daemon=True)
+                         for fn, name in ((self._poll_arm, "manip-view-arm"), (self._poll_cloud, "manip-view-cloud"))]
+        for t in self._threads:
+            t.start()
         self.source = RobotModelSource(self, on_model=self._on_model)
 
     # --------------------------------------------------------------------------------------- model / page
@@ -171,7 +190,7 @@ class Viewer(Node):
             self.panels.close()
         if self.viewer is not None:
             self.viewer.stop()
-        self.q_measured = None
+        self.q_measured = self._drawn_q = None
         self.viewer = OfflineViewer(RobotScene(model, urdf), host=self.host, port=self.port,
                                     on_target=self.send_target, on_stop=self.stop)
         self.panels = Panels(self.viewer, solve_ik=self.solve_ik, plan=self.plan, execute=self.execute,
@@ -200,10 +219,47 @@ class Viewer(Node):
                                + ", ".join(f"{t.header.frame_id} -> {t.child_frame_id}" for t in msg.transforms[:4])
                                + (", ..." if len(msg.transforms) > 4 else "") + ")")
 
-    def _on_joint_states(self, msg):
+    def _every(self, turn):
+        """A drawing thread: turn() redraw_rate_hz times a second (fixed cadence; after a late turn the cadence
+        starts anew: no burst) until close()."""
+        period_s, next_s = 1.0 / self.redraw_rate_hz, time.monotonic()
+        while not self._stop.is_set():
+            try:
+                turn()
+            except Exception as e:  # noqa: BLE001 - a failed turn is logged; the page stays up
+                self.get_logger().error(f"viewer {turn.__name__} failed: {type(e).__name__}: {e}",
+                                        throttle_duration_sec=10.0)
+            now = time.monotonic()
+            next_s = next_s + period_s if next_s + period_s > now else now + period_s
+            self._stop.wait(next_s - now)
+
+    def _poll_cloud(self):
+        msg = self._polled.take(self._cloud_key)
+        if msg is not None and self.panels is not None:
+            self._draw_cloud(msg)
+
+    def _poll_arm(self):
+        if self._tf_key is not None:
+            for m in self._polled.take_all(self._tf_key):
+                self._tf.add_message(m)
+        msg = self._polled.take(self._js_key)
+        states = self._polled.take_all(self._cs_key)
         viewer = self.viewer
         if viewer is None:
             return
+        now = time.monotonic()
+        readout_due = now - self._readout_s >= 1.0 / self.readout_rate_hz
+        if msg is not None:
+            self._on_joint_states(viewer, msg, readout_due)
+        if self._readout_stale and readout_due:  # the arm stopped (or moves slowly): its pose in the readout
+            viewer.show_readout()
+            self._readout_stale, self._readout_s = False, now
+            self.stats["readouts"] += 1
+        if states:
+            self._on_controller_states(states)
+
+    def _on_joint_states(self, viewer, msg, readout_due):
+        """The arm at the message's positions in the page, unless that pose is the one already shown."""
         index = {n: i for i, n in enumerate(msg.name)}
         names = viewer.scene.robot.joint_names
         if any(n not in index for n in names) or len(msg.position) != len(msg.name):
@@ -216,12 +272,16 @@ class Viewer(Node):
             self.q_measured = q
         if first:
             viewer.set_sliders(q)
-        self._arm_worker.submit(self._draw_arm, viewer, q)
-
-    def _draw_arm(self, viewer, q):
-        """The arm at q in the page (on the arm worker: the newest joint_states, at most redraw_rate_hz a second)."""
-        viewer.update(q)
+        if self._drawn_q is not None and np.array_equal(q, self._drawn_q):
+            return
+        viewer.update(q, readout=readout_due)
+        self._drawn_q = q
         self.stats["joint_states_drawn"] += 1
+        if readout_due:
+            self._readout_s, self._readout_stale = time.monotonic(), False
+            self.stats["readouts"] += 1
+        else:
+            self._readout_stale = True
 
     def _on_obstacles(self, msg):
         if self.panels is None:
@@ -249,25 +309,23 @@ class Viewer(Node):
                     pts = np.array([[p.x, p.y, p.z] for p in m.points], dtype=np.float64).reshape(-1, 3)
                     self.panels.show_tool_path(transform_points(T, pts))
 
-    def _on_cloud(self, msg):
-        if self.panels is not None:
-            self._cloud_worker.submit(self._draw_cloud, msg)
-
     def _draw_cloud(self, msg):
+        """The cloud in the page: every k-th point (at most max_cloud_points read and sent), in its own frame, the
+        page's cloud node placed at T_base_cloud (the page moves the points: no per-point work here)."""
         T = self._to_base(msg.header.frame_id)
         if T is None:
             self.get_logger().warning(f"point cloud in '{msg.header.frame_id}': no transform to {self.base_frame} "
                                       "on /tf_static or /tf yet", throttle_duration_sec=10.0)
             return
+        n = msg.width * msg.height
+        every = max(1, -(-n // self.max_cloud_points)) if self.max_cloud_points > 0 else 1
         try:
             fields = [(f.name, f.offset, f.datatype, f.count) for f in msg.fields]
-            pts, cols = cloud_from_fields(msg.data, fields, msg.point_step, msg.width * msg.height, msg.is_bigendian)
+            pts, cols = cloud_from_fields(msg.data, fields, msg.point_step, n, msg.is_bigendian, every=every)
         except InputError as e:
             self.get_logger().warning(f"point cloud not drawn: {e}", throttle_duration_sec=10.0)
             return
-        n = len(pts)
-        pts, cols = decimate(pts, cols, self.max_cloud_points)
-        self.panels.show_cloud(transform_points(T, pts), cols, received=n)
+        self.panels.show_cloud(pts, cols, received=n, pose=T)
         if self.stats["clouds_drawn"] == 0:
             self.get_logger().info(f"first point cloud: {n} points in '{msg.header.frame_id}', {len(pts)} drawn")
         self.stats["clouds_drawn"] += 1
@@ -289,12 +347,16 @@ class Viewer(Node):
         self.panels.show_image(np.ascontiguousarray(a[..., :3]).astype(np.uint8))
         self.stats["images_drawn"] += 1
 
-    def _on_controller_state(self, msg):
-        if self.panels is None or len(msg.position_errors) != self.viewer.scene.robot.dof:
+    def _on_controller_states(self, msgs):
+        if self.panels is None:
             return
-        t = _seconds(msg.header.stamp)
-        self._tracking.append((t, np.asarray(msg.position_errors, dtype=float)))
+        dof = self.viewer.scene.robot.dof
+        for msg in msgs:
+            if len(msg.position_errors) == dof:
+                self._tracking.append((_seconds(msg.header.stamp), np.asarray(msg.position_errors, dtype=float)))
         now = time.monotonic()
+        if not self._tracking:
+            return
         if now - self._last_plot >= 0.5:
             self._last_plot = now
             data = list(self._tracking)
@@ -439,13 +501,15 @@ class Viewer(Node):
         return "done" if r.error_code == 0 else f"error {r.error_code}: {r.message}"
 
     def close(self):
-        self._arm_worker.close()
-        self._cloud_worker.close()
+        self._stop.set()
+        for t in self._threads:
+            t.join(5.0)
         if self.panels is not None:
             self.panels.close()
         if self.viewer is not None:
             self.viewer.stop()
         self.source.close()
+        self._polled.close()
 
 
 def main(argv=None):
