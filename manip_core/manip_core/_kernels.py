@@ -619,52 +619,65 @@ def rnea(mf, mi, ws, q, qd, qdd, grav, ftip, tau):
 
 
 @njit(**_JIT)
-def _add_inertia_to_parent(ws, wi, cm, ch, cI, pm, ph, pI, tmp):
-    """Composite inertia of child (m, h, Ibar in child frame) added to the parent's, in the parent frame.
+def _add_inertia_to_parent(ws, wi, c, pc):
+    """Composite inertia of a child (c = [m, h (3), Ibar (9)] in the child's frame) added to the parent's (pc,
+    the same layout), in the parent's frame: h' = R h + m p; Ibar' = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2.
 
-    h' = R h + m p; Ibar' = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2.
+    Every product in scalars (no scratch array; Ibar symmetric: six entries computed, nine written).
     """
     R = ws[wi + W_RREL:wi + W_RREL + 9]
     p = ws[wi + W_PREL:wi + W_PREL + 3]
-    rh0 = R[0] * ch[0] + R[1] * ch[1] + R[2] * ch[2]
-    rh1 = R[3] * ch[0] + R[4] * ch[1] + R[5] * ch[2]
-    rh2 = R[6] * ch[0] + R[7] * ch[1] + R[8] * ch[2]
-    m = cm[0]
-    pm[0] += m
-    ph[0] += rh0 + m * p[0]
-    ph[1] += rh1 + m * p[1]
-    ph[2] += rh2 + m * p[2]
-    # R Ibar R^T
-    for r in range(3):
-        for c in range(3):
-            tmp[3 * r + c] = R[3 * r] * cI[c] + R[3 * r + 1] * cI[3 + c] + R[3 * r + 2] * cI[6 + c]
-    for r in range(3):
-        for c in range(3):
-            pI[3 * r + c] += tmp[3 * r] * R[3 * c] + tmp[3 * r + 1] * R[3 * c + 1] + tmp[3 * r + 2] * R[3 * c + 2]
-    # -[a][b] - [b][a] = (a.b) I*2 - a b^T - b a^T  (since [a][b] = b a^T - (a.b) I)
-    a0, a1, a2 = rh0, rh1, rh2
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = R[0], R[1], R[2], R[3], R[4], R[5], R[6], R[7], R[8]
     b0, b1, b2 = p[0], p[1], p[2]
-    ab = a0 * b0 + a1 * b1 + a2 * b2
-    pp = b0 * b0 + b1 * b1 + b2 * b2
-    av = (a0, a1, a2)
-    bv = (b0, b1, b2)
-    for r in range(3):
-        for c in range(3):
-            d = 1.0 if r == c else 0.0
-            # -m [p]^2 = m (|p|^2 I - p p^T)
-            pI[3 * r + c] += 2.0 * ab * d - av[r] * bv[c] - bv[r] * av[c] + m * (pp * d - bv[r] * bv[c])
+    m, h0, h1, h2 = c[0], c[1], c[2], c[3]
+    a0 = r00 * h0 + r01 * h1 + r02 * h2
+    a1 = r10 * h0 + r11 * h1 + r12 * h2
+    a2 = r20 * h0 + r21 * h1 + r22 * h2
+    pc[0] += m
+    pc[1] += a0 + m * b0
+    pc[2] += a1 + m * b1
+    pc[3] += a2 + m * b2
+    i00, i01, i02, i10, i11, i12, i20, i21, i22 = c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12]
+    # T = R Ibar
+    t00 = r00 * i00 + r01 * i10 + r02 * i20
+    t01 = r00 * i01 + r01 * i11 + r02 * i21
+    t02 = r00 * i02 + r01 * i12 + r02 * i22
+    t10 = r10 * i00 + r11 * i10 + r12 * i20
+    t11 = r10 * i01 + r11 * i11 + r12 * i21
+    t12 = r10 * i02 + r11 * i12 + r12 * i22
+    t20 = r20 * i00 + r21 * i10 + r22 * i20
+    t21 = r20 * i01 + r21 * i11 + r22 * i21
+    t22 = r20 * i02 + r21 * i12 + r22 * i22
+    # -[a][b] - [b][a] - m [p]^2 = 2 (a.b) I - a b^T - b a^T + m (|p|^2 I - p p^T)  ([a][b] = b a^T - (a.b) I)
+    d = 2.0 * (a0 * b0 + a1 * b1 + a2 * b2) + m * (b0 * b0 + b1 * b1 + b2 * b2)
+    u00 = t00 * r00 + t01 * r01 + t02 * r02 + d - 2.0 * a0 * b0 - m * b0 * b0
+    u11 = t10 * r10 + t11 * r11 + t12 * r12 + d - 2.0 * a1 * b1 - m * b1 * b1
+    u22 = t20 * r20 + t21 * r21 + t22 * r22 + d - 2.0 * a2 * b2 - m * b2 * b2
+    u01 = t00 * r10 + t01 * r11 + t02 * r12 - a0 * b1 - b0 * a1 - m * b0 * b1
+    u02 = t00 * r20 + t01 * r21 + t02 * r22 - a0 * b2 - b0 * a2 - m * b0 * b2
+    u12 = t10 * r20 + t11 * r21 + t12 * r22 - a1 * b2 - b1 * a2 - m * b1 * b2
+    pc[4] += u00
+    pc[5] += u01
+    pc[6] += u02
+    pc[7] += u01
+    pc[8] += u11
+    pc[9] += u12
+    pc[10] += u02
+    pc[11] += u12
+    pc[12] += u22
 
 
 @njit(**_JIT)
-def crba_into(mf, mi, q, ws, M):
-    """Mass matrix M = A^T M_phys A by composite rigid bodies (Featherstone ch. 6); rel transforms from q."""
+def crba_into(mf, mi, q, ws, M, rel_done=False):
+    """Mass matrix M = A^T M_phys A by composite rigid bodies (Featherstone ch. 6); rel transforms from q
+    (rel_done: ws already holds them for this q, as after rnea_into)."""
     nb, dof = mi[0], mi[1]
     o_qp, o_buf, o_vec, o_comp, o_mat, o_mat2, o_tmp, o_end = _ws_offsets(nb)
-    buf = ws[o_qp:o_qp + nb]
-    to_phys(mf, mi, q, True, buf)
-    rel_transforms(mf, mi, buf, ws)
+    if not rel_done:
+        buf = ws[o_qp:o_qp + nb]
+        to_phys(mf, mi, q, True, buf)
+        rel_transforms(mf, mi, buf, ws)
     comp = ws[o_comp:o_comp + 13 * nb].reshape((nb, 13))  # m, h(3), Ibar(9)
-    tmp = ws[o_tmp:o_tmp + 9]
     for i in range(nb):
         b = i * BODY_STRIDE
         comp[i, 0] = mf[b + O_M]
@@ -673,26 +686,40 @@ def crba_into(mf, mi, q, ws, M):
     for i in range(nb - 1, -1, -1):
         p = mi[MI_HEADER + i * MI_STRIDE]
         if p >= 0:
-            _add_inertia_to_parent(ws, i * WS_STRIDE, comp[i, 0:1], comp[i, 1:4], comp[i, 4:13],
-                                   comp[p, 0:1], comp[p, 1:4], comp[p, 4:13], tmp)
+            _add_inertia_to_parent(ws, i * WS_STRIDE, comp[i], comp[p])
     Mp = ws[o_mat:o_mat + nb * nb].reshape((nb, nb)) if mi[3] != 0 else M
     F = _vec(ws, nb, 3)
-    Fp = _vec(ws, nb, 4)
     S = _vec(ws, nb, 5)
     for i in range(nb):
         _joint_motion(mf, mi, i, S)
         _inertia_times(comp[i, 0], comp[i, 1:4], comp[i, 4:13], S, F)
-        Mp[i, i] = S[0] * F[0] + S[1] * F[1] + S[2] * F[2] + S[3] * F[3] + S[4] * F[4] + S[5] * F[5]
+        f0, f1, f2, f3, f4, f5 = F[0], F[1], F[2], F[3], F[4], F[5]
+        Mp[i, i] = S[0] * f0 + S[1] * f1 + S[2] * f2 + S[3] * f3 + S[4] * f4 + S[5] * f5
         j = i
-        while mi[MI_HEADER + j * MI_STRIDE] >= 0:
-            for k in range(6):
-                Fp[k] = 0.0
-            _force_to_parent(ws, j * WS_STRIDE, F, Fp)
-            for k in range(6):
-                F[k] = Fp[k]
-            j = mi[MI_HEADER + j * MI_STRIDE]
-            _joint_motion(mf, mi, j, S)
-            v = S[0] * F[0] + S[1] * F[1] + S[2] * F[2] + S[3] * F[3] + S[4] * F[4] + S[5] * F[5]
+        pj = mi[MI_HEADER + j * MI_STRIDE]
+        while pj >= 0:
+            # F <- Ad_{T_rel^-1}^T F (child j's wrench in its parent's frame, as _force_to_parent), in registers
+            wj = j * WS_STRIDE
+            R = ws[wj + W_RREL:wj + W_RREL + 9]
+            p = ws[wj + W_PREL:wj + W_PREL + 3]
+            m0 = R[0] * f0 + R[1] * f1 + R[2] * f2
+            m1 = R[3] * f0 + R[4] * f1 + R[5] * f2
+            m2 = R[6] * f0 + R[7] * f1 + R[8] * f2
+            n0 = R[0] * f3 + R[1] * f4 + R[2] * f5
+            n1 = R[3] * f3 + R[4] * f4 + R[5] * f5
+            n2 = R[6] * f3 + R[7] * f4 + R[8] * f5
+            f0 = m0 + p[1] * n2 - p[2] * n1
+            f1 = m1 + p[2] * n0 - p[0] * n2
+            f2 = m2 + p[0] * n1 - p[1] * n0
+            f3, f4, f5 = n0, n1, n2
+            j = pj
+            pj = mi[MI_HEADER + j * MI_STRIDE]
+            # S_j^T F: [axis; 0] (revolute) or [0; axis] (prismatic)
+            b = j * BODY_STRIDE
+            if mi[MI_HEADER + j * MI_STRIDE + 1] == JOINT_PRISMATIC:
+                v = mf[b + O_AX] * f3 + mf[b + O_AX + 1] * f4 + mf[b + O_AX + 2] * f5
+            else:
+                v = mf[b + O_AX] * f0 + mf[b + O_AX + 1] * f1 + mf[b + O_AX + 2] * f2
             Mp[i, j] = v
             Mp[j, i] = v
         # zero entries of bodies on other branches
@@ -793,7 +820,7 @@ def forward_dynamics_into(mf, mi, q, qd, tau, grav, ftip, ws, qdd):
     for k in range(dof):
         qdd[k] = tau[k] - qdd[k]
     M = ws[o[5]:o[5] + dof * dof].reshape((dof, dof))
-    crba_into(mf, mi, q, ws, M)
+    crba_into(mf, mi, q, ws, M, True)  # rnea_into left q's rel transforms in ws
     return cholesky_solve_inplace(M, qdd)
 
 
