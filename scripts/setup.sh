@@ -180,6 +180,9 @@ warm_numba_cache() {
     if [ "${SETUP_WARM_NUMBA:-1}" = 0 ]; then log "numba cache: skipped (SETUP_WARM_NUMBA=0)"; return 0; fi
     if stamp_ok numba "$numba_key"; then log "numba cache: up to date"; return 0; fi
     log "compiling the numba kernels into their cache (scripts/warm_numba.py, two processes; minutes, once)"
+    # numba keys each kernel's cache entry on its own file only: a kernel that calls (inlines) a changed kernel of
+    # another file would keep its old machine code. A changed key therefore starts from an empty cache.
+    find "${PACKAGES[@]}" -path '*/__pycache__/*' \( -name '*.nbi' -o -name '*.nbc' \) -delete
     mkdir -p "$BUILD/logs"
     local t0=$SECONDS a b ok=1
     "$PY" scripts/warm_numba.py --only core analysis >"$BUILD/logs/warm-numba-1.log" 2>&1 & a=$!
