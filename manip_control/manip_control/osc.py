@@ -3,14 +3,23 @@
 Task Jacobian J (rows [omega; v], base frame, v the velocity of the tip point): from the space Jacobian,
 J = [Jw; Jv - [p] Jw], p the tip position (m). Task-space inertia (kg, kg*m^2 blocks):
 
-    Lambda = (J M^-1 J^T)^-1, damped near singularities: with J M^-1 J^T = sum_i s_i u_i u_i^T,
-    Lambda = sum_i s_i / (s_i^2 + mu^2) u_i u_i^T, mu^2 = mu_max^2 (1 - (s_min / eps)^2) when s_min < eps,
-    else 0 (variable damping, Nakamura & Hanafusa 1986 / Maciejewski): ||Lambda|| <= 1 / (2 mu) when damped.
+    Lambda = (J M^-1 J^T)^-1, damped near singularities. The rows of J mix units (rad/s and m/s), so the
+    singularity is measured and damped in homogeneous units: S = diag(L, L, L, 1, 1, 1) (pose task; the identity
+    for the position task), L the characteristic length (m: a rotation of 1 rad counts as a move of L at the
+    tip), A_s = S J M^-1 J^T S (1/kg) = sum_i s_i u_i u_i^T, Lambda = S Lambda_s S with
+    Lambda_s = sum_i s_i / (s_i^2 + mu^2) u_i u_i^T, mu^2 = mu_max^2 (1 - (s_min / eps)^2) when s_min < eps,
+    else 0 (variable damping, Nakamura & Hanafusa 1986 / Maciejewski): ||Lambda_s|| <= 1 / (2 mu) when damped.
+    Without S (L = 1 m) the light wrist's rotational mobility (~80 1/(kg*m^2) on the UR5, against ~0.1 1/kg
+    for translation) fell below eps only within ~0.03 rad of a wrist singularity, too late: crossing one at
+    1.3 rad/s with a 0.1 kg object the model lacks, the undamped task turned wrists 1 and 3 against each other
+    by 0.4 rad (the demo's pick-and-place) to 1.1 rad (test_osc_kalman's offline crossing).
 
-Law ("osc"): tau = J^T Lambda (a* - Jdot qd) + c(q, qd) + g(q) + N^T M (Kp_n (q_n - q) + Kd_n (qd_n - qd)),
+Law ("osc"): tau = J^T Lambda (a* - Jdot qd) + c(q, qd) + g(q) + N^T M (qdd_n + Kp_n (q_n - q) + Kd_n (qd_n - qd)),
 a* = A_d + Kp x_e + Kd (V_d - J qd), with the dynamically consistent null-space projector
 N = I - Jbar J, Jbar = M^-1 J^T Lambda (Khatib): the posture torque does not accelerate the task
-(J M^-1 N^T = 0 when Lambda is undamped), and the posture task moves only in the task's null space.
+(J M^-1 N^T = 0 when Lambda is undamped), and the posture task moves only in the task's null space. Where
+Lambda is damped, N keeps the damped directions: the posture task, computed torque along the joint trajectory
+(its acceleration qdd_n = qdd_d is fed forward), tracks the trajectory there instead of the task.
 Task error x_e = [log(R_d R^T) (rad, axis-angle, base frame); p_d - p (m)].
 
 Law ("impedance", the special case without inertia shaping and without feed-forward): tau = J^T (K x_e +
@@ -19,8 +28,8 @@ D (V_d - J qd)) + g(q) + the same null-space term; K in N*m/rad and N/m, D in N*
 Targets: by default the joint trajectory's pose, T_d = fk(q_d), V_d = J(q_d) qd_d, A_d = J qdd_d + Jdot qd_d,
 and the posture is q_d; :meth:`OperationalSpace.set_target_pose` fixes a Cartesian target (base frame, zero
 velocity) and the posture becomes the hold position (``posture`` = trajectory) or the middle of the joint
-limits (``posture`` = centre, the joint-centring task). ``task`` = position controls the tip position only
-(3 rows), leaving orientation to the null space.
+limits (``posture`` = centre, the joint-centring task), both with qdd_n = 0. ``task`` = position controls the
+tip position only (3 rows), leaving orientation to the null space.
 """
 from __future__ import annotations
 
@@ -92,10 +101,13 @@ class OperationalSpace(_Law):
               "(middle of the joint limits)", check_choice("osc.posture", ("trajectory", "centre"))),
         Param("posture_kp", 100.0, "posture task stiffness Kp_n (1/s^2)", check_nonnegative("osc.posture_kp")),
         Param("posture_kd", 20.0, "posture task damping Kd_n (1/s)", check_nonnegative("osc.posture_kd")),
-        Param("singularity_threshold", 0.05, "eps: damping starts when the smallest eigenvalue of J M^-1 J^T "
-              "(1/kg, 1/(kg*m^2)) is below it", check_positive("osc.singularity_threshold")),
+        Param("singularity_threshold", 0.05, "eps (1/kg): damping starts when the smallest eigenvalue of "
+              "S J M^-1 J^T S (S: rotation rows times characteristic_length) is below it",
+              check_positive("osc.singularity_threshold")),
         Param("max_damping", 0.05, "mu_max: damping of the inversion at a singularity (same units as eps)",
               check_positive("osc.max_damping")),
+        Param("characteristic_length", 0.1, "L (m): the rotation rows count as a move of L per rad at the tip in "
+              "the singularity measure (homogeneous units, see osc.py)", check_positive("osc.characteristic_length")),
         Param("impedance_stiffness", [5.0, 500.0], "impedance mode: K for [rotation (N*m/rad), translation (N/m)]",
               check_nonnegative("osc.impedance_stiffness")),
         Param("impedance_damping", [0.03, 20.0], "impedance mode: D for [rotation (N*m*s/rad), translation "
@@ -106,11 +118,12 @@ class OperationalSpace(_Law):
     def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
         p = params or {}
         kw = {k: p[k] for k in ("mode", "task", "posture", "posture_kp", "posture_kd", "singularity_threshold",
-                                "max_damping", "impedance_stiffness", "impedance_damping") if k in p}
+                                "max_damping", "characteristic_length", "impedance_stiffness",
+                                "impedance_damping") if k in p}
         return cls(model, kp, kd, period_s=period_s, **kw)
 
     def __init__(self, model, kp=None, kd=None, mode="osc", task="pose", posture="trajectory", posture_kp=100.0,
-                 posture_kd=20.0, singularity_threshold=0.05, max_damping=0.05,
+                 posture_kd=20.0, singularity_threshold=0.05, max_damping=0.05, characteristic_length=0.1,
                  impedance_stiffness=(5.0, 500.0), impedance_damping=(0.03, 20.0), period_s=0.004,
                  natural_frequency=20.0):
         super().__init__(model, period_s)
@@ -125,6 +138,8 @@ class OperationalSpace(_Law):
         self.kd = _gain(kd, 2.0 * wn, m, "kd (task rows)")
         self.posture_kp, self.posture_kd = float(posture_kp), float(posture_kd)
         self.eps, self.mu_max = float(singularity_threshold), float(max_damping)
+        check_positive("characteristic_length")(characteristic_length)
+        self.row_scale = np.array([float(characteristic_length)] * 3 + [1.0] * 3)[self.rows]
         ks, ds = np.asarray(impedance_stiffness, float), np.asarray(impedance_damping, float)
         if ks.shape != (2,) or ds.shape != (2,):
             raise ValueError("impedance_stiffness and impedance_damping need 2 values: [rotation, translation]")
@@ -161,12 +176,12 @@ class OperationalSpace(_Law):
             T_d, Jd = task_jacobian(model, q_d)
             V_d = Jd @ qd_d
             A_d = Jd @ qdd_d + self._jdot_qd(q_d, qd_d, Jd)
-            q_n, qd_n = q_d, qd_d
+            q_n, qd_n, qdd_n = q_d, qd_d, qdd_d
         else:
             T_d, V_d, A_d = self.target, np.zeros(6), np.zeros(6)
-            q_n, qd_n = q_d, np.zeros(model.dof)
+            q_n, qd_n, qdd_n = q_d, np.zeros(model.dof), np.zeros(model.dof)
         if self.posture == "centre":
-            q_n, qd_n = self.centre, np.zeros(model.dof)
+            q_n, qd_n, qdd_n = self.centre, np.zeros(model.dof), np.zeros(model.dof)
         err6 = pose_error(T_d, T)
         r = self.rows
         J = J6[r]
@@ -174,11 +189,13 @@ class OperationalSpace(_Law):
         xd_e = (V_d - J6 @ qd)[r]
         M = model.mass_matrix(q)
         Minv = np.linalg.inv(M)
-        Lam, mu = damped_task_inertia(J @ Minv @ J.T, self.eps, self.mu_max)
+        S = self.row_scale
+        Lam_s, mu = damped_task_inertia(S[:, None] * (J @ Minv @ J.T) * S, self.eps, self.mu_max)
+        Lam = S[:, None] * Lam_s * S
         Jbar = Minv @ J.T @ Lam
         N = np.eye(model.dof) - Jbar @ J
         e_n = self.errors(q, qd, q_n, qd_n)
-        tau0 = M @ (self.posture_kp * e_n[0] + self.posture_kd * e_n[1])
+        tau0 = M @ (qdd_n + self.posture_kp * e_n[0] + self.posture_kd * e_n[1])
         if self.mode == "osc":
             a = A_d[r] + self.kp * x_e + self.kd * xd_e - self._jdot_qd(q, qd, J6)[r]
             tau = J.T @ (Lam @ a) + model.inverse_dynamics(q, qd, np.zeros(model.dof)) + N.T @ tau0

@@ -28,6 +28,8 @@ def test_demo_with_each_control_law(tmp_path, law):
     rms, peak = map(float, re.search(rf"\({law}, estimator none\): RMS ([\d.]+) rad, max ([\d.]+) rad",
                                      summary).groups())
     # RMS/max measured on a loaded 2-core machine (load average ~20): robust 0.0016/0.014 (integral surface),
-    # adaptive 0.0088/0.036 (gain caps), osc 0.0062/0.012, pd 0.012/0.052, pid 0.014/0.045 rad (no inertia feed-forward: they lag)
+    # adaptive 0.0088/0.036 (gain caps), pd 0.012/0.052, pid 0.014/0.045 rad (no inertia feed-forward: they lag);
+    # osc 0.0154/0.063 since the planner's TOPP-RA paths cross a wrist singularity at 1.3 rad/s with the cube held
+    # (0.025/0.41 before osc measured the singularity in homogeneous units, osc.characteristic_length)
     assert rms < (0.06 if law in ("pd", "pid") else 0.02) and peak < 0.2, summary
     assert "Traceback" not in log
