@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._layout import (AXIS_GENERAL, BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O_H, O_I, O_M,
-                      O_P, O_R, W_A, W_F, W_PABS, W_PREL, W_RABS, W_RREL, W_S, W_V, WS_STRIDE)
+                      O_P, O_R, W_A, W_F, W_PABS, W_PREL, W_RABS, W_RREL, W_V, WS_STRIDE)
 
 # _nrt=True stated: the kernels make array views (NRT); numba would otherwise compile them with the NRT flag of
 # the first caller that compiles them, and manip_core._fast's callers run without it
@@ -508,6 +508,28 @@ def _joint_motion(mf, mi, i, out):
         out[5] = 0.0
 
 
+@njit(inline="always", cache=True, _nrt=True)
+def _motion_to_child_s(ws, wi, w0, w1, w2, v0, v1, v2):
+    """_motion_to_child on scalars: Ad_{T_rel^-1} [w; v] in child i's frame, R^T w and R^T (v + w x p)."""
+    R = ws[wi + W_RREL:wi + W_RREL + 9]
+    p0, p1, p2 = ws[wi + W_PREL], ws[wi + W_PREL + 1], ws[wi + W_PREL + 2]
+    u0 = v0 + w1 * p2 - w2 * p1
+    u1 = v1 + w2 * p0 - w0 * p2
+    u2 = v2 + w0 * p1 - w1 * p0
+    return (R[0] * w0 + R[3] * w1 + R[6] * w2, R[1] * w0 + R[4] * w1 + R[7] * w2,
+            R[2] * w0 + R[5] * w1 + R[8] * w2, R[0] * u0 + R[3] * u1 + R[6] * u2,
+            R[1] * u0 + R[4] * u1 + R[7] * u2, R[2] * u0 + R[5] * u1 + R[8] * u2)
+
+
+@njit(inline="always", cache=True, _nrt=True)
+def _inertia_times_s(m, h, I, w0, w1, w2, v0, v1, v2):
+    """_inertia_times on scalars: G [w; v] = [Ibar w + h x v; m v - h x w]."""
+    return (I[0] * w0 + I[1] * w1 + I[2] * w2 + h[1] * v2 - h[2] * v1,
+            I[3] * w0 + I[4] * w1 + I[5] * w2 + h[2] * v0 - h[0] * v2,
+            I[6] * w0 + I[7] * w1 + I[8] * w2 + h[0] * v1 - h[1] * v0,
+            m * v0 - (h[1] * w2 - h[2] * w1), m * v1 - (h[2] * w0 - h[0] * w2), m * v2 - (h[0] * w1 - h[1] * w0))
+
+
 @njit(**_JIT)
 def rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, tau_p):
     """Recursive Newton-Euler on the physical joints (rel transforms already in ws).
@@ -516,55 +538,68 @@ def rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, tau_p):
     F_i = G_i A_i - ad_{V_i}^T G_i V_i + sum_children X_c^T F_c (+ tip wrench); tau_i = S_i^T F_i.
     """
     nb = mi[0]
-    zero = _vec(ws, nb, 0)
-    abase = _vec(ws, nb, 1)
-    gv = _vec(ws, nb, 2)
-    for k in range(6):
-        zero[k] = 0.0
-        abase[k] = 0.0
-    abase[3] = -grav[0]
-    abase[4] = -grav[1]
-    abase[5] = -grav[2]
     for i in range(nb):
+        # every quantity of body i in scalars; only V, A, F are stored (children and the backward pass read them)
         w = i * WS_STRIDE
         b = i * BODY_STRIDE
         p = mi[MI_HEADER + i * MI_STRIDE]
-        S = ws[w + W_S:w + W_S + 6]
-        V = ws[w + W_V:w + W_V + 6]
-        A = ws[w + W_A:w + W_A + 6]
-        F = ws[w + W_F:w + W_F + 6]
-        _joint_motion(mf, mi, i, S)
         if p < 0:
-            _motion_to_child(ws, w, zero, V)
-            _motion_to_child(ws, w, abase, A)
+            pw0, pw1, pw2, pv0, pv1, pv2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            qw0, qw1, qw2, qv0, qv1, qv2 = 0.0, 0.0, 0.0, -grav[0], -grav[1], -grav[2]
         else:
             wp = p * WS_STRIDE
-            _motion_to_child(ws, w, ws[wp + W_V:wp + W_V + 6], V)
-            _motion_to_child(ws, w, ws[wp + W_A:wp + W_A + 6], A)
+            pw0, pw1, pw2 = ws[wp + W_V], ws[wp + W_V + 1], ws[wp + W_V + 2]
+            pv0, pv1, pv2 = ws[wp + W_V + 3], ws[wp + W_V + 4], ws[wp + W_V + 5]
+            qw0, qw1, qw2 = ws[wp + W_A], ws[wp + W_A + 1], ws[wp + W_A + 2]
+            qv0, qv1, qv2 = ws[wp + W_A + 3], ws[wp + W_A + 4], ws[wp + W_A + 5]
+        # V = Ad_{T_rel^-1} V_parent + S qd, A = Ad_{T_rel^-1} A_parent + ad_V (S qd) + S qdd (_motion_to_child)
+        w0, w1, w2, v0, v1, v2 = _motion_to_child_s(ws, w, pw0, pw1, pw2, pv0, pv1, pv2)
+        a0, a1, a2, a3, a4, a5 = _motion_to_child_s(ws, w, qw0, qw1, qw2, qv0, qv1, qv2)
+        ax0, ax1, ax2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+            s0, s1, s2, s3, s4, s5 = 0.0, 0.0, 0.0, ax0, ax1, ax2
+        else:
+            s0, s1, s2, s3, s4, s5 = ax0, ax1, ax2, 0.0, 0.0, 0.0
         qd = qdp[i]
-        for k in range(6):
-            V[k] += S[k] * qd
+        qdd = qddp[i]
+        w0 += s0 * qd
+        w1 += s1 * qd
+        w2 += s2 * qd
+        v0 += s3 * qd
+        v1 += s4 * qd
+        v2 += s5 * qd
         # ad_V (S qd) = [w x s_w; v x s_w + w x s_v] * qd
-        sw0, sw1, sw2, sv0, sv1, sv2 = S[0] * qd, S[1] * qd, S[2] * qd, S[3] * qd, S[4] * qd, S[5] * qd
-        w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
-        A[0] += w1 * sw2 - w2 * sw1 + S[0] * qddp[i]
-        A[1] += w2 * sw0 - w0 * sw2 + S[1] * qddp[i]
-        A[2] += w0 * sw1 - w1 * sw0 + S[2] * qddp[i]
-        A[3] += v1 * sw2 - v2 * sw1 + w1 * sv2 - w2 * sv1 + S[3] * qddp[i]
-        A[4] += v2 * sw0 - v0 * sw2 + w2 * sv0 - w0 * sv2 + S[4] * qddp[i]
-        A[5] += v0 * sw1 - v1 * sw0 + w0 * sv1 - w1 * sv0 + S[5] * qddp[i]
+        sw0, sw1, sw2, sv0, sv1, sv2 = s0 * qd, s1 * qd, s2 * qd, s3 * qd, s4 * qd, s5 * qd
+        a0 += w1 * sw2 - w2 * sw1 + s0 * qdd
+        a1 += w2 * sw0 - w0 * sw2 + s1 * qdd
+        a2 += w0 * sw1 - w1 * sw0 + s2 * qdd
+        a3 += v1 * sw2 - v2 * sw1 + w1 * sv2 - w2 * sv1 + s3 * qdd
+        a4 += v2 * sw0 - v0 * sw2 + w2 * sv0 - w0 * sv2 + s4 * qdd
+        a5 += v0 * sw1 - v1 * sw0 + w0 * sv1 - w1 * sv0 + s5 * qdd
         m = mf[b + O_M]
         h = mf[b + O_H:b + O_H + 3]
         I = mf[b + O_I:b + O_I + 9]
-        _inertia_times(m, h, I, A, F)
-        _inertia_times(m, h, I, V, gv)
-        # - ad_V^T (G V) = [w x gm + v x gf; w x gf]
-        F[0] += w1 * gv[2] - w2 * gv[1] + v1 * gv[5] - v2 * gv[4]
-        F[1] += w2 * gv[0] - w0 * gv[2] + v2 * gv[3] - v0 * gv[5]
-        F[2] += w0 * gv[1] - w1 * gv[0] + v0 * gv[4] - v1 * gv[3]
-        F[3] += w1 * gv[5] - w2 * gv[4]
-        F[4] += w2 * gv[3] - w0 * gv[5]
-        F[5] += w0 * gv[4] - w1 * gv[3]
+        # F = G A - ad_V^T (G V), G V = gv (_inertia_times); - ad_V^T gv = [w x gm + v x gf; w x gf]
+        f0, f1, f2, f3, f4, f5 = _inertia_times_s(m, h, I, a0, a1, a2, a3, a4, a5)
+        g0, g1, g2, g3, g4, g5 = _inertia_times_s(m, h, I, w0, w1, w2, v0, v1, v2)
+        ws[w + W_V] = w0
+        ws[w + W_V + 1] = w1
+        ws[w + W_V + 2] = w2
+        ws[w + W_V + 3] = v0
+        ws[w + W_V + 4] = v1
+        ws[w + W_V + 5] = v2
+        ws[w + W_A] = a0
+        ws[w + W_A + 1] = a1
+        ws[w + W_A + 2] = a2
+        ws[w + W_A + 3] = a3
+        ws[w + W_A + 4] = a4
+        ws[w + W_A + 5] = a5
+        ws[w + W_F] = f0 + (w1 * g2 - w2 * g1 + v1 * g5 - v2 * g4)
+        ws[w + W_F + 1] = f1 + (w2 * g0 - w0 * g2 + v2 * g3 - v0 * g5)
+        ws[w + W_F + 2] = f2 + (w0 * g1 - w1 * g0 + v0 * g4 - v1 * g3)
+        ws[w + W_F + 3] = f3 + (w1 * g5 - w2 * g4)
+        ws[w + W_F + 4] = f4 + (w2 * g3 - w0 * g5)
+        ws[w + W_F + 5] = f5 + (w0 * g4 - w1 * g3)
     tb = mi[2]
     if ftip.size == 6 and tb >= 0:
         # The tip frame sits at (R, p) in the tip body's frame: move the wrench like a child's.
@@ -587,8 +622,10 @@ def rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, tau_p):
     for i in range(nb - 1, -1, -1):
         w = i * WS_STRIDE
         F = ws[w + W_F:w + W_F + 6]
-        S = ws[w + W_S:w + W_S + 6]
-        tau_p[i] = S[0] * F[0] + S[1] * F[1] + S[2] * F[2] + S[3] * F[3] + S[4] * F[4] + S[5] * F[5]
+        b = i * BODY_STRIDE
+        # tau = S^T F, S = [axis; 0] (revolute) or [0; axis] (prismatic)
+        k = 3 if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC else 0
+        tau_p[i] = mf[b + O_AX] * F[k] + mf[b + O_AX + 1] * F[k + 1] + mf[b + O_AX + 2] * F[k + 2]
         p = mi[MI_HEADER + i * MI_STRIDE]
         if p >= 0:
             wp = p * WS_STRIDE
