@@ -7,21 +7,25 @@
 For each op (FK, space Jacobian, RNEA, mass matrix, forward dynamics, RNEA derivatives) it times, in one run with the
 variants alternating block by block (so that all see the same load):
 
-- call: ``robot.op(args)`` as a user writes it (a new output array, the fast path, kernel);
-- call, out= data=: the same with a caller-owned output and workspace (no allocation);
-- fast path + kernel: manip_core._fast's dispatcher with ready arrays (what robot.op calls first since
-  2026-11-25 11:30: one int handle reaches the model's arrays, numba checks the argument types in C, no NRT
-  meminfo per array);
+- call: ``robot.op(args)`` as a user writes it (a new output array, manip_core._cpython's builtin function,
+  kernel);
+- call, out=: the same with a caller-owned output (no allocation; the model's own workspace);
+- call, out= data=: with a caller-owned output and RobotData (this path releases the GIL: numba's dispatcher);
+- builtin + kernel: manip_core._cpython's builtin function with ready arrays (what robot.op calls first since
+  2026-11-27: a numba cfunc with CPython's METH_FASTCALL signature, its checks read from the ndarray structs);
+- fast path + kernel: manip_core._fast's dispatcher with ready arrays (one int handle reaches the model's
+  arrays, numba checks the argument types in C, no NRT meminfo per array; the path of data= calls);
 - entry point + kernel: the kernel's compiled entry point (manip_core._entry, the checked path robot.op takes
   for inputs the fast path does not accept) from Python with ready arrays: unboxing and kernel;
 - dispatcher + kernel: the kernel's own numba dispatcher with ready arrays (type dispatch, unboxing, kernel);
 - no-op dispatcher: a numba function with the same argument types that does nothing (unboxing, type dispatch);
-- kernel: the kernel called in a compiled loop (no Python at all), per call;
+- kernel: the kernel as the single calls run it (manip_core._fast's function on the model's handle), called in a
+  compiled loop (no Python at all), per call;
 - Pinocchio: the same op through its Python bindings (results in its Data, as manip's out= call).
 
-and derives: Python wrapper = (call, out=) - (fast path + kernel); allocation = call - (call, out=);
-fast path's dispatch = (fast path + kernel) - kernel; unboxing saved by the handle = (entry point + kernel) -
-(fast path + kernel).
+and derives: Python wrapper = (call, out=) - (builtin + kernel); allocation = call - (call, out=);
+builtin's call = (builtin + kernel) - kernel; numba dispatch saved by the builtin = (fast path + kernel) -
+(builtin + kernel).
 Times are CPU time of the benchmark's thread (time.thread_time: a thread that other jobs deschedule does not
 count the wait; caches and a shared core still slow it), median and minimum over blocks, each block the mean
 of a loop over 50 states, ns. Then two Python threads: the wall-clock speed-up over one thread doing the same
@@ -57,57 +61,59 @@ def _noop(*args):
     return 0
 
 
+# the kernels as the single calls run them (manip_core._fast's functions: the model's arrays reached through the
+# handle h, array views without NRT reference counting), in a compiled loop: no Python at all
 @njit(cache=True)
-def _loop_fk(mf, mi, ws, Q, out, reps):
+def _loop_fk(h, Q, out, reps):
     s = 0
     for _ in range(reps):
         for k in range(Q.shape[0]):
-            s += K.fk(mf, mi, ws, Q[k], out)
+            s += F._fk(h, Q[k], out)
     return s
 
 
 @njit(cache=True)
-def _loop_jac(mf, mi, ws, Q, out, reps):
+def _loop_jac(h, Q, out, reps):
     s = 0
     for _ in range(reps):
         for k in range(Q.shape[0]):
-            s += K.jacobian_space(mf, mi, ws, Q[k], out)
+            s += F._jacobian_space(h, Q[k], out)
     return s
 
 
 @njit(cache=True)
-def _loop_rnea(mf, mi, ws, Q, V, A, g, f, out, reps):
+def _loop_rnea(h, Q, V, A, out, reps):
     s = 0
     for _ in range(reps):
         for k in range(Q.shape[0]):
-            s += K.rnea(mf, mi, ws, Q[k], V[k], A[k], g, f, out)
+            s += F._rnea(h, Q[k], V[k], A[k], out)
     return s
 
 
 @njit(cache=True)
-def _loop_crba(mf, mi, ws, Q, out, reps):
+def _loop_crba(h, Q, out, reps):
     s = 0
     for _ in range(reps):
         for k in range(Q.shape[0]):
-            s += K.mass_matrix(mf, mi, ws, Q[k], out)
+            s += F._mass_matrix(h, Q[k], out)
     return s
 
 
 @njit(cache=True)
-def _loop_fd(mf, mi, ws, Q, V, T, g, f, out, reps):
+def _loop_fd(h, Q, V, T, out, reps):
     s = 0
     for _ in range(reps):
         for k in range(Q.shape[0]):
-            s += K.forward_dynamics(mf, mi, ws, Q[k], V[k], T[k], g, f, out)
+            s += F._forward_dynamics(h, Q[k], V[k], T[k], out)
     return s
 
 
 @njit(cache=True)
-def _loop_rnead(mf, mi, ws, dws, Q, V, A, g, f, o1, o2, o3, reps):
+def _loop_rnead(h, Q, V, A, o1, o2, o3, reps):
     s = 0
     for _ in range(reps):
         for k in range(Q.shape[0]):
-            s += D.rnea_derivatives(mf, mi, ws, dws, Q[k], V[k], A[k], g, f, o1, o2, o3)
+            s += F._rnea_derivatives(h, Q[k], V[k], A[k], o1, o2, o3)
     return s
 
 
@@ -128,35 +134,45 @@ def variants(robot, pr, data, Q, V, A, TAU):
     pin = pr.pin
     v = {
         "fk": {"call": (lambda q: robot.fk(q), q1),
+               "call, out=": (lambda q: robot.fk(q, out=T), q1),
                "call, out= data=": (lambda q: robot.fk(q, out=T, data=data), q1),
+               "builtin + kernel": (lambda q: robot._c_fk(q, T), q1),
                "fast path + kernel": (lambda q: F.fk_nogil(h, q, T), q1),
                "entry point + kernel": (lambda q: E.fk(mf, mi, ws, q, T), q1),
                "dispatcher + kernel": (lambda q: K.fk(mf, mi, ws, q, T), q1),
                "no-op dispatcher": (lambda q: _noop(mf, mi, ws, q, T), q1),
                "Pinocchio": (pr.fk, q1)},
         "jac": {"call": (lambda q: robot.jacobian_space(q), q1),
+                "call, out=": (lambda q: robot.jacobian_space(q, out=J), q1),
                 "call, out= data=": (lambda q: robot.jacobian_space(q, out=J, data=data), q1),
+                "builtin + kernel": (lambda q: robot._c_jacobian_space(q, J), q1),
                 "fast path + kernel": (lambda q: F.jacobian_space_nogil(h, q, J), q1),
                 "entry point + kernel": (lambda q: E.jacobian_space(mf, mi, ws, q, J), q1),
                 "dispatcher + kernel": (lambda q: K.jacobian_space(mf, mi, ws, q, J), q1),
                 "no-op dispatcher": (lambda q: _noop(mf, mi, ws, q, J), q1),
                 "Pinocchio": (pr.jac, q1)},
         "rnea": {"call": (lambda q, v, a: robot.inverse_dynamics(q, v, a), s3),
+                 "call, out=": (lambda q, v, a: robot.inverse_dynamics(q, v, a, out=tau), s3),
                  "call, out= data=": (lambda q, v, a: robot.inverse_dynamics(q, v, a, out=tau, data=data), s3),
+                 "builtin + kernel": (lambda q, v, a: robot._c_rnea(q, v, a, tau), s3),
                  "fast path + kernel": (lambda q, v, a: F.rnea_nogil(h, q, v, a, tau), s3),
                  "entry point + kernel": (lambda q, v, a: E.rnea(mf, mi, ws, q, v, a, g, f, tau), s3),
                  "dispatcher + kernel": (lambda q, v, a: K.rnea(mf, mi, ws, q, v, a, g, f, tau), s3),
                  "no-op dispatcher": (lambda q, v, a: _noop(mf, mi, ws, q, v, a, g, f, tau), s3),
                  "Pinocchio": (pr.rnea, s3)},
         "crba": {"call": (lambda q: robot.mass_matrix(q), q1),
+                 "call, out=": (lambda q: robot.mass_matrix(q, out=M), q1),
                  "call, out= data=": (lambda q: robot.mass_matrix(q, out=M, data=data), q1),
+                 "builtin + kernel": (lambda q: robot._c_mass_matrix(q, M), q1),
                  "fast path + kernel": (lambda q: F.mass_matrix_nogil(h, q, M), q1),
                  "entry point + kernel": (lambda q: E.mass_matrix(mf, mi, ws, q, M), q1),
                  "dispatcher + kernel": (lambda q: K.mass_matrix(mf, mi, ws, q, M), q1),
                  "no-op dispatcher": (lambda q: _noop(mf, mi, ws, q, M), q1),
                  "Pinocchio": (pr.crba, q1)},
         "fd": {"call": (lambda q, v, t: robot.forward_dynamics(q, v, t), f3),
+               "call, out=": (lambda q, v, t: robot.forward_dynamics(q, v, t, out=tau), f3),
                "call, out= data=": (lambda q, v, t: robot.forward_dynamics(q, v, t, out=tau, data=data), f3),
+               "builtin + kernel": (lambda q, v, t: robot._c_forward_dynamics(q, v, t, tau), f3),
                "fast path + kernel": (lambda q, v, t: F.forward_dynamics_nogil(h, q, v, t, tau), f3),
                "entry point + kernel": (lambda q, v, t: E.forward_dynamics(mf, mi, ws, q, v, t, g, f, tau), f3),
                "dispatcher + kernel": (lambda q, v, t: K.forward_dynamics(mf, mi, ws, q, v, t, g, f, tau), f3),
@@ -172,13 +188,14 @@ def variants(robot, pr, data, Q, V, A, TAU):
                   "no-op dispatcher": (lambda q, v, a: _noop(mf, mi, ws, dws, q, v, a, g, f, *D3), s3),
                   "Pinocchio": (lambda q, v, a: pin.computeRNEADerivatives(pr.model, pr.data, q, v, a), s3)},
     }
+    hm = robot._h  # the model's own workspace, as the builtin functions use
     loops = {
-        "fk": lambda r: _loop_fk(mf, mi, ws, Q, T, r),
-        "jac": lambda r: _loop_jac(mf, mi, ws, Q, J, r),
-        "rnea": lambda r: _loop_rnea(mf, mi, ws, Q, V, A, g, f, tau, r),
-        "crba": lambda r: _loop_crba(mf, mi, ws, Q, M, r),
-        "fd": lambda r: _loop_fd(mf, mi, ws, Q, V, TAU, g, f, tau, r),
-        "rnead": lambda r: _loop_rnead(mf, mi, ws, dws, Q, V, A, g, f, *D3, r),
+        "fk": lambda r: _loop_fk(hm, Q, T, r),
+        "jac": lambda r: _loop_jac(hm, Q, J, r),
+        "rnea": lambda r: _loop_rnea(hm, Q, V, A, tau, r),
+        "crba": lambda r: _loop_crba(hm, Q, M, r),
+        "fd": lambda r: _loop_fd(hm, Q, V, TAU, tau, r),
+        "rnead": lambda r: _loop_rnead(hm, Q, V, A, *D3, r),
     }
     return v, loops
 
@@ -240,8 +257,8 @@ def thread_scaling(robot, Q, V, A, reps):
     return out
 
 
-COLS = ["call", "call, out= data=", "fast path + kernel", "entry point + kernel", "dispatcher + kernel", "no-op dispatcher", "kernel",
-        "Pinocchio"]
+COLS = ["call", "call, out=", "call, out= data=", "builtin + kernel", "fast path + kernel", "entry point + kernel",
+        "dispatcher + kernel", "no-op dispatcher", "kernel", "Pinocchio"]
 
 
 def render(res):
@@ -257,23 +274,26 @@ def render(res):
     for rname, ops in res["robots"].items():
         for op, label in OPS:
             d = ops[op]
-            cells = [f"{d[c]['median_ns']:.0f}" for c in COLS]
+            cells = [f"{d[c]['median_ns']:.0f}" if c in d else "n/a" for c in COLS]
+            out_col = "call, out=" if "call, out=" in d else "call, out= data="
             L.append(f"| {rname} | {label} | " + " | ".join(cells) +
                      f" | {d['call']['median_ns'] / d['Pinocchio']['median_ns']:.2f}x"
-                     f" | {d['call, out= data=']['median_ns'] / d['Pinocchio']['median_ns']:.2f}x |")
+                     f" | {d[out_col]['median_ns'] / d['Pinocchio']['median_ns']:.2f}x |")
     L += ["", "## Breakdown of `call` (ns, derived from the minima over blocks: the least disturbed)", "",
-          "| robot | op | Python wrapper | output allocation | fast path's dispatch (type check in C, unboxing, "
-          "call, return) | kernel | call | _entry's 5-9 arrays minus the fast path's (handle, no type check) |",
+          "| robot | op | Python wrapper | output allocation | the path's call (builtin: checks in the cfunc; "
+          "RNEA derivatives: numba's dispatcher) | kernel | call | numba fast path minus builtin |",
           "|---|---|---:|---:|---:|---:|---:|---:|"]
     for rname, ops in res["robots"].items():
         for op, label in OPS:
             d = {k: v["min_ns"] for k, v in ops[op].items()}
-            checks = d["call, out= data="] - d["fast path + kernel"]
-            alloc = d["call"] - d["call, out= data="]
-            entry = d["fast path + kernel"] - d["kernel"]
-            saved = d["entry point + kernel"] - d["fast path + kernel"]
+            path = "builtin + kernel" if "builtin + kernel" in d else "fast path + kernel"
+            out_col = "call, out=" if "call, out=" in d else "call, out= data="
+            checks = d[out_col] - d[path]
+            alloc = d["call"] - d[out_col]
+            entry = d[path] - d["kernel"]
+            saved = f"{d['fast path + kernel'] - d[path]:.0f}" if path == "builtin + kernel" else "n/a"
             L.append(f"| {rname} | {label} | {checks:.0f} | {alloc:.0f} | {entry:.0f} | "
-                     f"{d['kernel']:.0f} | {d['call']:.0f} | {saved:.0f} |")
+                     f"{d['kernel']:.0f} | {d['call']:.0f} | {saved} |")
     L += ["", "## Two Python threads (wall-clock speed-up over one thread doing the same calls)", "",
           "| robot | op | each thread its own RobotData (kernels release the GIL) | both on the model's workspace "
           "(kernels hold the GIL) |", "|---|---|---:|---:|"]
@@ -281,12 +301,17 @@ def render(res):
         for op, d in sc.items():
             shared = d["model's workspace"]
             L.append(f"| {rname} | {op} | {d['own data']:.2f}x | {shared:.2f}x |")
-    L += ["", "Columns: *call* `robot.op(...)`; *call, out= data=* with caller-owned output and RobotData; "
-          "*fast path + kernel* what the methods call first since 2026-11-25 11:30 (manip_core._fast: one int "
+    L += ["", "Columns: *call* `robot.op(...)`; *call, out=* with a caller-owned output; *call, out= data=* with "
+          "caller-owned output and RobotData (numba's dispatcher, the kernel without the GIL); *builtin + kernel* "
+          "what the methods call first since 2026-11-27 (manip_core._cpython: a numba cfunc behind a CPython "
+          "METH_FASTCALL builtin function, checks read from the ndarray structs) with ready arrays; "
+          "*fast path + kernel* manip_core._fast (one int "
           "handle for the model's arrays, numba's type check in C, no NRT meminfo) with ready arrays; "
           "*entry point + kernel* the kernel's compiled entry point (manip_core._entry, the checked path's call, no "
           "type dispatch) called from Python with ready arrays; *dispatcher + kernel* the numba dispatcher with ready arrays; "
-          "*no-op dispatcher* a numba function with the same argument types (as *args) that returns 0; *kernel* the kernel in a compiled loop; "
+          "*no-op dispatcher* a numba function with the same argument types (as *args) that returns 0; "
+          "*kernel* the kernel as the single calls run it (manip_core._fast's function on the model's handle) in a "
+          "compiled loop; "
           "*Pinocchio* its Python binding (`forwardKinematics`+`updateFramePlacement`, `rnea`, `crba`, `aba`, "
           "`computeRNEADerivatives`, each through one Python function like manip's variants). Every time "
           "includes a Python loop over 50 states and one Python call (a lambda or PinRobot method, ~50-80 ns "
