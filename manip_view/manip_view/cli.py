@@ -70,6 +70,10 @@ def main(argv=None):
               "and move the sliders", file=sys.stderr)
     from .app import OfflineViewer
 
+    # A stop signal from here on ends the page cleanly (exit 0), also one that comes before the URL is printed.
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
     try:
         viewer = OfflineViewer(scene, host=args.host, port=args.port)
     except OSError as e:
@@ -89,9 +93,6 @@ def main(argv=None):
 
         player = ReplayControls(viewer, panels, run)
         print(f"manip-view: {args.bag}: {run.duration_s:.1f} s, {len(run.t_joints)} joint states", flush=True)
-    done = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: done.set())
     while not done.wait(0.5):
         pass
     if player is not None:

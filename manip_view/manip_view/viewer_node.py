@@ -131,8 +131,9 @@ class Viewer(Node):
         n = {k: p(k, v, d(description=why)).value for k, (v, why) in names.items()}
         if not is_loopback(self.host):
             self.get_logger().warning(f"listening on {self.host}: anyone who reaches this address can move the arm")
-        nice = p("nice", 0, d(description="added to the nice value of the viewer's process at start (0: unchanged; "
-                                         "10: on a busy machine the control loop goes first)")).value
+        nice = p("nice", 10, d(description="added to the nice value of the viewer's process at start (10: on a busy "
+                                          "machine the control loop goes first, on an idle one the viewer still gets "
+                                          "the idle CPU; 0: unchanged)")).value
         if nice:
             self.get_logger().info(f"nice value {_lower_priority(int(nice))}: the viewer yields the CPU to the "
                                    "control loop")
