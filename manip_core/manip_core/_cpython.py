@@ -302,10 +302,10 @@ def _method(name):
     return md[0]
 
 
-def bind(hdr_handle, dof):
-    """{name: builtin function} for the model whose manip_core._fast handle is hdr_handle, or None when this
-    interpreter's layout is not the one checked (then the caller uses manip_core._fast). Keep the returned
-    functions with the model: each holds its ``self`` array; the model holds the arrays the handle reaches."""
+def make_self(hdr_handle, dof):
+    """The ``self`` array of the builtin functions of the model whose manip_core._fast handle is hdr_handle, or None
+    when this interpreter's layout is not the one checked (then the caller uses manip_core._fast). It points at
+    the model's arrays (through the handle): the model must keep them alive as long as a function bound to it."""
     if not AVAILABLE:
         return None
     c = np.zeros(C_SIZE, dtype=np.int64)
@@ -317,5 +317,16 @@ def bind(hdr_handle, dof):
     c[C_SNN:C_SNN + 2] = dof, dof
     c[C_SN:C_SN + 2] = dof, 0
     c.setflags(write=False)
-    new = _ADDR["cfunction_new"]
-    return {name: new(ctypes.addressof(_method(name)), c, None) for name in NAMES}
+    return c
+
+
+def function(name, c):
+    """The builtin function ``name`` (one of NAMES) bound to the self array c of make_self (compiles its cfunc, or
+    loads it from numba's cache, on the first use in the process). The function holds a reference to c."""
+    return _ADDR["cfunction_new"](ctypes.addressof(_method(name)), c, None)
+
+
+def bind(hdr_handle, dof):
+    """{name: builtin function} for every name of NAMES (make_self and function), or None (not AVAILABLE)."""
+    c = make_self(hdr_handle, dof)
+    return None if c is None else {name: function(name, c) for name in NAMES}

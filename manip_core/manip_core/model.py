@@ -6,6 +6,7 @@ Twists and screw axes are [omega; v], wrenches [moment; force] (Modern Robotics,
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 import numpy as np
 
@@ -26,6 +27,24 @@ _F64 = np.dtype(np.float64)
 def _no_c(*args):
     """Stands in for manip_core._cpython's functions where that path is not available: 'not done'."""
     return None
+
+
+class _LazyC:
+    """Stands in for the builtin function ``name`` of manip_core._cpython until its first call, which makes it
+    and puts it in its model's __dict__ (so later calls go straight to it)."""
+
+    __slots__ = ("model", "name", "c", "f")
+
+    def __init__(self, model, name, c):
+        self.model, self.name, self.c, self.f = weakref.ref(model), name, c, None
+
+    def __call__(self, *args):
+        if self.f is None:
+            self.f = C.function(self.name, self.c)
+            m = self.model()
+            if m is not None and m.__dict__.get(f"_c_{self.name}") is self:
+                m.__dict__[f"_c_{self.name}"] = self.f
+        return self.f(*args)
 
 
 def _float64(x, what, convert=np.asarray):
@@ -123,10 +142,11 @@ class RobotModel:
         return cls.from_urdf(path, base_link, tip_link)
 
     def _bind_c(self, dof):
-        """self._c_<name>: manip_core._cpython's builtin functions on this model's handle (or _no_c)."""
-        fns = C.bind(self._h, dof)
+        """self._c_<name>: manip_core._cpython's builtin function on this model's handle (or _no_c), made on its
+        first call (each compiles, or loads from numba's cache, its own cfunc: ~5 s when compiled)."""
+        self._c_self = c = C.make_self(self._h, dof)
         for name in C.NAMES:
-            self.__dict__[f"_c_{name}"] = _no_c if fns is None else fns[name]
+            self.__dict__[f"_c_{name}"] = _no_c if c is None else _LazyC(self, name, c)
 
     def __getstate__(self):
         """pickle: without the builtin functions (bound to this object's arrays; __setstate__ binds new ones)."""

@@ -36,9 +36,15 @@ def _calls(m):
 
 
 def test_available_here_and_bound(robot):
-    # this interpreter and numpy have the layout the functions read; a model gets builtin functions
+    # this interpreter and numpy have the layout the functions read; a model gets each builtin function on the
+    # first call of its method (the constructor calls fk and jacobian_space)
     assert C.AVAILABLE
     assert type(robot._c_fk).__name__ == "builtin_function_or_method"
+    m = RobotModel.load("ur5")
+    assert type(m._c_rnea).__name__ == "_LazyC"
+    q = np.zeros(m.dof)
+    m.inverse_dynamics(q, q, q)
+    assert type(m._c_rnea).__name__ == "builtin_function_or_method"
 
 
 def test_same_results_as_the_numba_fast_path_and_pinocchio(robot):
