@@ -5,7 +5,8 @@ by default on the integral surface (as manip_control.robust, Slotine & Li sec. 7
 Lambda^2 z, qr'' = qdd_d + 2 Lambda ed + Lambda^2 e, z = int(e) dt (rad*s); with ``integral`` off qr' = qd_d +
 Lambda e, qr'' = qdd_d + Lambda ed. Law:
 
-    tau = Y(q, qd, qr', qr'') pi^ + M^(q) Ks s,        d pi^/dt = Gamma Y_a^T s   (then projected)
+    tau = Y(q, qd, qr', qr'') pi^ + Y_f(qr') phi^ + M^(q) Ks s,   d pi^/dt = Gamma Y_a^T s,
+    d phi^/dt = Gamma_f Y_f^T s   (both then projected)
 
 Y pi = M(q) qr'' + C(q, qd) qr' + g(q) is linear in the 10 inertial parameters of each body
 (manip_control.regressor); the law adapts those of ``adapt`` ("tip": the tip body, which an unknown payload
@@ -18,6 +19,17 @@ heavier links the tip mass estimate rises (0.19 -> 0.6 kg) to carry the links' e
 and that mass then loads the light wrists with a torque no tip parameter can remove: 6e-2 rad RMS on PyBullet
 (computed torque: 8e-3). The integral of e cancels such a slowly varying residual: 9e-3 rad in the library
 simulation with two periods of delay, and the payload still 23x better than computed torque.
+
+Joint friction (``friction_gains`` > 0): phi = [Fv (N*m*s/rad); Fc (N*m)] per joint, Y_f(v) = [diag(v),
+diag(tanh(v / w))], w = ``friction_width`` (rad/s), evaluated at the reference velocity qr' (Sadegh & Horowitz's
+desired compensation), not at the measured qd: on the UR5's light wrists (1.3e-4 kg*m^2) a Coulomb term
+switching on the delayed, measured velocity chattered and diverged in the library simulation. With qr', the
+viscous mismatch Fv (qd - qr') = -Fv s only adds damping to dV/dt; the Coulomb mismatch is bounded by 2 Fc.
+Box: 0 <= Fc <= ``friction_nm`` and 0 <= Fv <= friction_nm / v_max (the friction torque stays within
+friction_nm up to the joint's velocity limit). Why: with 20 % heavier links plus friction (bench/control.py,
+Coulomb 1 % of the effort limit), the inertial parameters cannot carry the wrists' friction and the integral
+surface hunted on it (wrist 3: 0.39 rad RMS, computed torque 0.19); adapting friction: 7.2e-3 rad RMS against
+computed torque's 1.0e-1. Friction columns get the same normalised caps as the inertial ones.
 
 Gamma is diagonal, one gain per kind of parameter: [mass, first moments h, inertias] in SI units of
 (parameter unit)^2 / (N*m*rad). Default [5, 0, 0]: only the mass adapts. The first moments of the UR5's
@@ -56,7 +68,7 @@ import math
 import numpy as np
 
 from . import regressor as R
-from .control_laws import Param, _gain, _Law, check_choice, check_nonnegative, clip_efforts
+from .control_laws import Param, _gain, _Law, check_choice, check_nonnegative, check_positive, clip_efforts
 from .robust import ModelErrorBounds, _check_bool, parameter_error_bound
 
 __all__ = ["SlotineLi", "parameter_box"]
@@ -109,6 +121,14 @@ class SlotineLi(_Law):
               "s = ed + lambda e (false)", _check_bool("adaptive.integral")),
         Param("adapt", "tip", "which bodies' parameters adapt: tip or all", check_choice("adaptive.adapt",
                                                                                          ("tip", "all"))),
+        Param("friction_gains", [1.0, 1.0], "Gamma_f for [viscous (N*m*s/rad), Coulomb (N*m)] joint friction, "
+              "(parameter unit)^2/(N*m*rad); 0: no friction term of that kind", check_nonnegative(
+                  "adaptive.friction_gains")),
+        Param("friction_nm", [2.0], "projection box: Coulomb friction within [0, friction_nm] and viscous within "
+              "[0, friction_nm / velocity limit] per joint (N*m), one value or one per joint",
+              check_nonnegative("adaptive.friction_nm")),
+        Param("friction_width", 0.2, "w (rad/s): the Coulomb term is Fc tanh(qr' / w)",
+              check_positive("adaptive.friction_width")),
         Param("relative_inertia_error", 0.2, "projection box: relative error of each inertial parameter "
               "(dimensionless)", check_nonnegative("adaptive.relative_inertia_error")),
         Param("payload_kg", 3.0, "projection box: largest unknown payload at the tool (kg)",
@@ -121,18 +141,21 @@ class SlotineLi(_Law):
     def from_params(cls, model, kp=None, kd=None, period_s=0.004, params=None):
         p = params or {}
         bounds = ModelErrorBounds(p.get("relative_inertia_error", 0.2), p.get("payload_kg", 3.0),
-                                  p.get("payload_radius_m", 0.02), 0.0)
+                                  p.get("payload_radius_m", 0.02), p.get("friction_nm", [2.0]))
         return cls(model, bounds, lam=p.get("lambda", [10.0]), damping=p.get("damping", 20.0),
                    gains=p.get("adaptation_gains", [5.0, 0.0, 0.0]), adapt=p.get("adapt", "tip"),
                    dead_zone=p.get("dead_zone", 0.0), period_s=period_s,
-                   adaptation_rate=p.get("adaptation_rate", -1.0), integral=p.get("integral", True))
+                   adaptation_rate=p.get("adaptation_rate", -1.0), integral=p.get("integral", True),
+                   friction_gains=p.get("friction_gains", [1.0, 1.0]),
+                   friction_width=p.get("friction_width", 0.2))
 
     def __init__(self, model, bounds=None, lam=10.0, damping=20.0, gains=(5.0, 0.0, 0.0), adapt="tip",
-                 period_s=0.004, dead_zone=0.0, adaptation_rate=None, integral=True):
+                 period_s=0.004, dead_zone=0.0, adaptation_rate=None, integral=True, friction_gains=(1.0, 1.0),
+                 friction_width=0.2):
         super().__init__(model, period_s)
         n = model.dof
         check_choice("adapt", ("tip", "all"))(adapt)
-        self.bounds = bounds if bounds is not None else ModelErrorBounds(0.2, 3.0, 0.02, 0.0)
+        self.bounds = bounds if bounds is not None else ModelErrorBounds(0.2, 3.0, 0.02, 2.0)
         self.lam = _gain(lam, 10.0, n, "lambda")
         self.damping = float(damping)
         if not (math.isfinite(self.damping) and self.damping >= 0 and self.damping * self.period_s <= 0.5):
@@ -159,10 +182,26 @@ class SlotineLi(_Law):
         self._g = np.array([0.0, 0.0, -9.81])
         self.integral = bool(integral)
         self.z = np.zeros(n)    # int(e) dt (rad*s), integral surface only
+        gf = np.asarray(friction_gains, dtype=np.float64).reshape(-1)
+        if gf.size != 2 or not np.all(np.isfinite(gf) & (gf >= 0)):
+            raise ValueError(f"friction gains must be 2 values >= 0 (viscous, Coulomb), got {gf.tolist()}")
+        check_positive("friction_width")(float(friction_width))
+        self.friction_width = float(friction_width)
+        fmax = _gain(self.bounds.friction_nm, 2.0, n, "friction_nm")
+        vmax = np.asarray(model.velocity_limits, dtype=np.float64)
+        vmax = np.where(np.isfinite(vmax) & (vmax > 0.0), vmax, np.inf)
+        self.friction_gamma = np.repeat(gf, n)
+        self.friction_upper = np.concatenate([fmax / vmax, fmax])
+        self.phi_hat = np.zeros(2 * n)   # [Fv (N*m*s/rad); Fc (N*m)] per joint, the model has none
 
     @property
     def estimates(self):
         return self.pi_hat.reshape(len(self.bodies), R.N_PARAMS).copy()
+
+    @property
+    def friction_estimates(self):
+        """(2, n): [viscous (N*m*s/rad); Coulomb (N*m)] per joint."""
+        return self.phi_hat.reshape(2, self.model.dof).copy()
 
     def reset(self):
         """Clears the integral of the error; keeps the estimates (what was learnt about the arm stays valid)."""
@@ -184,7 +223,8 @@ class SlotineLi(_Law):
         t_plus = model.inverse_dynamics(q, qd + v, 2.0 * a, gravity=2.0 * self._g)
         t_minus = model.inverse_dynamics(q, qd - v, -2.0 * a, gravity=-2.0 * self._g)
         Ya = R.slotine_li_regressor(model, q, qd, v, a, self._g, self.bodies)
-        tau = 0.25 * (t_plus - t_minus) + Ya @ (self.pi_hat - self.pi_model)
+        Yf = np.concatenate([np.diag(v), np.diag(np.tanh(v / self.friction_width))], axis=1)
+        tau = 0.25 * (t_plus - t_minus) + Ya @ (self.pi_hat - self.pi_model) + Yf @ self.phi_hat
         M = model.mass_matrix(q)
         tau = tau + M @ (self.damping * s)
         out = clip_efforts(tau, self.effort_limits)
@@ -193,11 +233,14 @@ class SlotineLi(_Law):
             self.z = np.where(winding, self.z, self.z + e * self.period_s)
         if np.linalg.norm(s) > self.dead_zone:
             # normalised gains: Gamma_j Y_j^T M^-1 Y_j <= w_a^2 (see module)
-            U = np.linalg.solve(np.linalg.cholesky(M), Ya)
+            U = np.linalg.solve(np.linalg.cholesky(M), np.concatenate([Ya, Yf], axis=1))
             c = np.einsum("ij,ij->j", U, U)
             cap = self.adaptation_rate ** 2
-            gain = np.where(self.gamma * c > cap, cap / np.where(c > 0.0, c, 1.0), self.gamma)
-            self.last_gain = gain
-            self.pi_hat = np.clip(self.pi_hat + self.period_s * gain * (Ya.T @ s), self.lower, self.upper)
+            gamma = np.concatenate([self.gamma, self.friction_gamma])
+            gain = np.where(gamma * c > cap, cap / np.where(c > 0.0, c, 1.0), gamma)
+            k = self.gamma.size
+            self.last_gain = gain[:k]
+            self.pi_hat = np.clip(self.pi_hat + self.period_s * gain[:k] * (Ya.T @ s), self.lower, self.upper)
+            self.phi_hat = np.clip(self.phi_hat + self.period_s * gain[k:] * (Yf.T @ s), 0.0, self.friction_upper)
         return out
 
