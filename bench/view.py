@@ -8,18 +8,26 @@ Chromium showing the page (scripts/install_chromium.sh). Robot: the bundled UR5.
 Windows, one after the other, each ``--seconds`` long:
 1. controller alone (no viewer, no browser);
 2. + the viewer node (no page open);
-3. + the page at 1280x800, device pixel ratio 1 (headless Chromium, software WebGL: this machine has no GPU),
-   first with the arm only (an empty cloud is published instead), then with the arm and the cloud;
-4. the same at ``?fixedDpr=0.25`` (a sixteenth of the pixels).
+3. + a wire client: a page elsewhere as the viewer sees it (``WireClient``, a process of its own at nice +10: it
+   receives and decodes viser's websocket windows and renders nothing), first with the arm only (an empty cloud is published instead),
+   then with the arm and the cloud: what the viewer delivers and costs with a page open, without a browser
+   rendering on the same CPUs;
+4. + the page at 1280x800, device pixel ratio 1 (headless Chromium, software WebGL: this machine has no GPU),
+   arm only, then arm and cloud;
+5. the same at ``?fixedDpr=0.25`` (a sixteenth of the pixels).
 In each: the controller's period jitter (intervals between its controller_state stamps, its node clock = wall
 time), the CPU time of the controller, the viewer, Chromium (every process of it) and this process, the load
-average. In 3 and 4, counted inside the page (manip_view.page_stats, on the page's clock):
+average. In 3 (counted by the wire client), 4 and 5 (counted inside the page: manip_view.page_stats, on the page's
+clock):
 - received: arm poses / clouds that reached the page from the viewer (viser's websocket batches);
 - frames: frames the page drew; shown: drawn frames with a new arm pose / a new cloud in them.
-"received" is what the viewer delivers; "shown" is also bounded by how fast the browser renders. Chromium's CPU
-time per drawn frame says what the renderer costs, apart from the load.
+"received" is what the viewer delivers (the issue's target: updates in the page); "shown" is also bounded by how
+fast the browser renders (here Chromium's software WebGL on the same 2 CPUs, no GPU). Chromium's CPU time per drawn
+frame says what the renderer costs, apart from the load; the viewer's CPU time per arm pose (arm-only window) and
+per cloud (the cloud window's extra CPU over the arm-only one) what the viewer costs.
 
     .venv/bin/python bench/view.py [--quick] [--no-save] [--seconds S] [--redraw-rate-hz HZ] [--viewer-nice N]
+                                   [--browser-nice N]
 
 Writes bench/results/view-<time>.md/.json (+ view-latest.md). On a shared 2-core machine the figures move with
 the load (recorded with them).
@@ -114,14 +122,111 @@ def tree(pid):
     return out
 
 
+class WireClient:
+    """A page on another machine, as far as the viewer can tell: a websocket client of the viewer's viser server
+    (its own protocol version) that decodes every window of messages it receives and counts them the way
+    manip_view.page_stats counts them in a browser (``arm``: windows holding a new pose of a ``/robot/...`` node,
+    ``cloud``: windows holding new points of ``/cloud``), and draws nothing. ``read()`` is page_stats.read's dict
+    (frames: 0)."""
+
+    def __init__(self, url):
+        import msgspec
+        import viser
+        import zstandard
+        from websockets.sync.client import connect
+
+        self._decode, self._unzip = msgspec.msgpack.decode, zstandard.ZstdDecompressor()
+        self._ws = connect(url.replace("http://", "ws://"), subprotocols=[f"viser-v{viser.__version__}"],
+                           max_size=None, open_timeout=60)
+        self.counts = {"arm": 0, "cloud": 0, "batches": 0, "bytes": 0}
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="wire-client", daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            while True:
+                b = self._ws.recv()
+                n, c = int.from_bytes(b[:8], "little"), int.from_bytes(b[8:16], "little")
+                arm = cloud = False
+                for m in self._decode(self._unzip.decompress(b[16:16 + c], max_output_size=n))["messages"]:
+                    t, name = m.get("type"), m.get("name") or ""
+                    if t == "SetPositionMessage" and name.startswith("/robot/"):
+                        arm = True
+                    elif name == "/cloud" and (t == "PointCloudMessage" or (
+                            t == "SceneNodeUpdateMessage" and "points" in (m.get("updates") or {}))):
+                        cloud = True
+                with self._lock:
+                    self.counts["batches"] += 1
+                    self.counts["bytes"] += len(b)
+                    self.counts["arm"] += arm
+                    self.counts["cloud"] += cloud
+        except (ConnectionClosed, OSError):
+            return
+
+    def read(self):
+        with self._lock:
+            return dict(self.counts, frames=0, armFrames=0, cloudFrames=0, t_ms=1e3 * time.monotonic())
+
+    def close(self):
+        self._ws.close()
+        self._thread.join(10)
+
+
+class WireProcess:
+    """A WireClient in a process of its own at nice +10 (``bench/view.py --wire URL``: it stands for a page on
+    another machine, so it must not take the controller's CPU): ``read()`` asks it for its counts, ``pid`` for its
+    CPU time."""
+
+    def __init__(self, url):
+        self._p = subprocess.Popen(["nice", "-n", "10", sys.executable, __file__, "--wire", url],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.pid = self._p.pid
+
+    def read(self):
+        import json
+
+        self._p.stdin.write("\n")
+        self._p.stdin.flush()
+        line = self._p.stdout.readline()
+        if not line:
+            sys.exit(f"bench/view.py: the wire client exited ({self._p.wait(10)})")
+        return json.loads(line)
+
+    def close(self):
+        self._p.stdin.close()
+        try:
+            self._p.wait(30)
+        except subprocess.TimeoutExpired:
+            self._p.kill()
+
+
+def wire_main(url):
+    """--wire URL: a WireClient; one line of JSON counts on stdout per line read on stdin, until stdin closes."""
+    import json
+
+    client = WireClient(url)
+    for _ in sys.stdin:
+        print(json.dumps(client.read()), flush=True)
+    client.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="5 s windows")
     ap.add_argument("--seconds", type=float, default=None, help="length of each measuring window (default 15)")
     ap.add_argument("--redraw-rate-hz", type=float, default=None, help="the viewer's redraw_rate_hz (its default)")
-    ap.add_argument("--viewer-nice", type=int, default=0, help="the viewer's nice parameter (added to its nice value)")
+    ap.add_argument("--viewer-nice", type=int, default=None,
+                    help="the viewer's nice parameter (added to its nice value; default: the node's default)")
+    ap.add_argument("--browser-nice", type=int, default=0,
+                    help="added to Chromium's nice value (default 0: as a user starts it)")
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--wire", metavar="URL", help=argparse.SUPPRESS)  # the wire client's own process
     args = ap.parse_args()
+    if args.wire:
+        return wire_main(args.wire)
     window = args.seconds or (5.0 if args.quick else 15.0)
 
     from manip_core.ros.transport import use_large_data_profile
@@ -137,6 +242,11 @@ def main():
     from manip_view.scene import RobotScene, load_robot
 
     browser_exe = chromium()
+    if args.browser_nice:  # Chromium and every process it starts at a lower priority
+        wrapper = Path(tempfile.mkdtemp(prefix="manip-bench-view-")) / "chromium-nice"
+        wrapper.write_text(f'#!/bin/sh\nexec nice -n {int(args.browser_nice)} {browser_exe} "$@"\n')
+        wrapper.chmod(0o755)
+        browser_exe = str(wrapper)
     urdf = str(robot_path("ur5"))
     scene = RobotScene(*load_robot("ur5"))
     names = scene.robot.joint_names
@@ -190,29 +300,37 @@ def main():
     results = {"machine": {"cpus": os.cpu_count()}, "window_s": window, "windows": {}}
     rows_page, rows_ctrl = [], []
 
-    def measure(name, browser=None):
-        """One window: jitter, CPU per process, load; the page's counters when a browser shows it."""
+    def measure(name, browser=None, wire=None):
+        """One window: jitter, CPU per process, load; the page's counters when a browser shows it (or those of
+        the WireClient ``wire``)."""
         groups = {"controller": [procs["controller"].pid]}
         if "viewer" in procs:
             groups["viewer"] = [procs["viewer"].pid]
         if browser is not None:
             groups["chromium"] = tree(browser.pid)
+        if wire is not None:
+            groups["wire client"] = [wire.pid]
         print(f"{name}: {window:.0f} s", file=sys.stderr)
-        page0 = page_stats.read(browser, tip_node) if browser is not None else None
+        page0 = (page_stats.read(browser, tip_node) if browser is not None
+                 else wire.read() if wire is not None else None)
         c0 = {k: cpu_s(v) for k, v in groups.items()}
         own0, w0, n0 = sum(os.times()[:2]), time.monotonic(), len(ticks)
         time.sleep(window)
         n1, wall = len(ticks), time.monotonic() - w0
         c1 = {k: cpu_s(v) for k, v in groups.items()}
         own1 = sum(os.times()[:2])
-        page1 = page_stats.read(browser) if browser is not None else None
+        page1 = page_stats.read(browser) if browser is not None else wire.read() if wire is not None else None
         r = {"jitter": jitter(ticks[n0:n1]), "load_1min": os.getloadavg()[0], "wall_s": wall,
              "cpu_cores": {k: (c1[k] - c0[k]) / wall for k in groups} | {"bench": (own1 - own0) / wall}}
         if page0 is not None:
             r["page_hz"] = page_stats.rates(page0, page1)
-            frames = max(page1["frames"] - page0["frames"], 1)
-            r["chromium_cpu_s_per_frame"] = (c1["chromium"] - c0["chromium"]) / frames
-            r["tip_m"] = page1["tip"]
+            r["viewer_cpu_ms_per_arm_pose"] = 1e3 * r["cpu_cores"]["viewer"] / max(r["page_hz"]["arm"], 1e-9)
+            if browser is not None:
+                frames = max(page1["frames"] - page0["frames"], 1)
+                r["chromium_cpu_s_per_frame"] = (c1["chromium"] - c0["chromium"]) / frames
+                r["tip_m"] = page1["tip"]
+            else:
+                r["wire_MB_per_s"] = (page1["bytes"] - page0["bytes"]) / 1e6 / wall
         results["windows"][name] = r
         j = r["jitter"]
         cpu = ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_cores"].items())
@@ -221,10 +339,18 @@ def main():
                          f"{j.get('late_over_2x', 0)} | {cpu} | {r['load_1min']:.1f} |")
         if page0 is not None:
             h = r["page_hz"]
-            rows_page.append(f"| {name} | {h['arm']:.1f} | {h['armFrames']:.1f} | {h['cloud']:.1f} | "
-                             f"{h['cloudFrames']:.1f} | {h['frames']:.1f} | {r['chromium_cpu_s_per_frame']:.3f} | "
-                             f"{r['load_1min']:.1f} |")
+            drawn = (f"{h['armFrames']:.1f} | {h['cloud']:.1f} | {h['cloudFrames']:.1f} | {h['frames']:.1f}"
+                     if browser is not None else f"- | {h['cloud']:.1f} | - | -")
+            rows_page.append(f"| {name} | {h['arm']:.1f} | {drawn} | {r['cpu_cores']['viewer']:.2f} | "
+                             + (f"{r['chromium_cpu_s_per_frame']:.3f}" if browser is not None
+                                else f"- ({r['wire_MB_per_s']:.1f} MB/s received)") + f" | {r['load_1min']:.1f} |")
         return r
+
+    def per_cloud(arm_only, with_cloud):
+        """The viewer's CPU ms per cloud that reached the page: its extra CPU with the cloud over the arm only."""
+        extra = with_cloud["cpu_cores"]["viewer"] - arm_only["cpu_cores"]["viewer"]
+        with_cloud["viewer_cpu_ms_per_cloud"] = 1e3 * extra / max(with_cloud["page_hz"]["cloud"], 1e-9)
+        return with_cloud["viewer_cpu_ms_per_cloud"]
 
     try:
         deadline = time.monotonic() + 180
@@ -240,7 +366,7 @@ def main():
         params = [f"port:={port}", f"max_cloud_points:={CLOUD_POINTS}"]
         if args.redraw_rate_hz:
             params.append(f"redraw_rate_hz:={args.redraw_rate_hz}")
-        if args.viewer_nice:
+        if args.viewer_nice is not None:
             params.append(f"nice:={args.viewer_nice}")
         procs["viewer"] = start("manip_view.viewer_node", *params)
         url = f"http://127.0.0.1:{port}"
@@ -254,6 +380,20 @@ def main():
                 time.sleep(0.5)
         time.sleep(3.0)
         measure("+ viewer, no page")
+        # A page elsewhere (nothing rendered on this machine): what the viewer delivers and costs by itself.
+        sent["on"] = False
+        wire = WireProcess(url)
+        try:
+            deadline_wire = time.monotonic() + 120
+            while wire.read()["arm"] < 10 and time.monotonic() < deadline_wire:
+                time.sleep(0.2)
+            time.sleep(2.0)
+            arm_only = measure("+ wire client, arm only", wire=wire)
+            sent["on"] = True
+            time.sleep(2.0)
+            per_cloud(arm_only, measure("+ wire client, arm + cloud", wire=wire))
+        finally:
+            wire.close()
         for label, query in (("page 1280x800", ""), ("page 1280x800 ?fixedDpr=0.25", "?fixedDpr=0.25")):
             sent["on"] = False
             with Browser(browser_exe, 1280, 800) as b:
@@ -264,12 +404,12 @@ def main():
                            ".forEach(e => e.click()) || 1")
                 b.wait_for("document.body.innerText.includes(' 0 points drawn')", 180, "the cloud cleared")
                 time.sleep(2.0)
-                measure(f"+ {label}, arm only", b)
+                arm_only = measure(f"+ {label}, arm only", b)
                 sent["on"] = True
                 n = page_stats.read(b)["cloud"]
                 b.wait_for(f"window.__manipStats.cloud > {n + 1}", 180, "the clouds in the page")
                 time.sleep(2.0)
-                measure(f"+ {label}, arm + cloud", b)
+                per_cloud(arm_only, measure(f"+ {label}, arm + cloud", b))
         results["load_after"] = os.getloadavg()[0]
     finally:
         for p in procs.values():
@@ -285,18 +425,46 @@ def main():
         rclpy.shutdown()
 
     rate = args.redraw_rate_hz or "default"
+    w = results["windows"]
+    alone, viewer = w["controller alone"]["jitter"], w["+ viewer, no page"]["jitter"]
+    page_rows = [(k, v) for k, v in w.items() if "page_hz" in v]
+
+    def verdict(rows, what):
+        arm = min(v["page_hz"]["arm"] for _, v in rows)
+        cloud = min(v["page_hz"]["cloud"] for k, v in rows if k.endswith("arm + cloud"))
+        results["targets"][what] = {"arm_received_min_hz": arm, "cloud_received_min_hz": cloud,
+                                    "arm_ok": arm >= 30.0, "cloud_ok": cloud >= 10.0}
+        return (f"{what}: arm >= 30 Hz {'PASS' if arm >= 30 else 'FAIL'} (lowest window {arm:.1f} Hz), "
+                f"50,000-point cloud >= 10 Hz {'PASS' if cloud >= 10 else 'FAIL'} (lowest window {cloud:.1f} Hz)")
+
+    results["targets"] = {}
+    verdicts = [verdict([r for r in page_rows if "wire" in r[0]], "a page elsewhere (wire client)"),
+                verdict([r for r in page_rows if "wire" not in r[0]], "headless Chromium on this machine")]
+    costs = [f"{v['viewer_cpu_ms_per_arm_pose']:.2f} ms per arm pose ({k[2:]})" for k, v in page_rows
+             if k.endswith("arm only")]
+    costs += [f"{v['viewer_cpu_ms_per_cloud']:.1f} ms per cloud ({k[2:]})" for k, v in page_rows
+              if "viewer_cpu_ms_per_cloud" in v]
+    summary = [
+        f"- Updates that reached the page (the target): {'; '.join(verdicts)}.",
+        "- Drawn by headless Chromium's software WebGL on this machine: the 'shown' columns (bounded by the renderer, "
+        "not by the viewer; Chromium's CPU s per frame).",
+        f"- The viewer's CPU: {'; '.join(costs)}.",
+        f"- Controller alone vs with the viewer (no page): p99 |period - 4 ms| {alone.get('abs_dev_p99_ms', 0):.3f} "
+        f"vs {viewer.get('abs_dev_p99_ms', 0):.3f} ms, ticks > 2 periods {alone.get('late_over_2x', 0)} vs "
+        f"{viewer.get('late_over_2x', 0)} per {window:.0f} s; the page rows add Chromium's rendering on the same CPUs."]
     table = "\n".join([
         f"# manip_view speed ({datetime.datetime.now():%Y-%m-%d %H:%M}, {os.cpu_count()} CPUs, load average "
         f"{results['load_before']:.1f} before / {results['load_after']:.1f} after)", "",
         f"Published by the bench: joint_states {JOINT_STATES_HZ:.0f} Hz (every joint moving), a "
         f"{CLOUD_POINTS:,}-point cloud {CLOUD_HZ:.0f} Hz (an empty one in the arm-only windows); the viewer's "
-        f"redraw_rate_hz: {rate}, its nice parameter: {args.viewer_nice} (this process's nice value: {os.nice(0)}). "
-        f"Windows of {window:.0f} s.", "",
-        "In the page (headless Chromium, software WebGL: no GPU here), per second of the page's clock. Received: "
-        "what reached the page from the viewer; shown: drawn frames that held a new arm pose / cloud; frames: all "
-        "frames drawn (targets: arm >= 30 Hz, cloud >= 10 Hz):", "",
-        "| page | arm received Hz | arm shown Hz | cloud received Hz | cloud shown Hz | frames/s | "
-        "Chromium CPU s per frame | load |", "|---|---|---|---|---|---|---|---|", *rows_page, "",
+        f"redraw_rate_hz: {rate}, its nice parameter: "
+        f"{'default' if args.viewer_nice is None else args.viewer_nice}, Chromium's nice +{args.browser_nice} "
+        f"(this process's nice value: {os.nice(0)}). Windows of {window:.0f} s.", "", *summary, "",
+        "In the page (wire client: a page elsewhere, nothing drawn; or headless Chromium, software WebGL: no GPU "
+        "here), per second of the page's clock. Received: what reached the page from the viewer; shown: drawn frames "
+        "that held a new arm pose / cloud; frames: all frames drawn (targets: arm >= 30 Hz, cloud >= 10 Hz):", "",
+        "| page | arm received Hz | arm shown Hz | cloud received Hz | cloud shown Hz | frames/s | viewer CPU cores | "
+        "Chromium CPU s per frame | load |", "|---|---|---|---|---|---|---|---|---|", *rows_page, "",
         f"Controller ({RATE_HZ:.0f} Hz, period {1e3 / RATE_HZ:.0f} ms) tick intervals, and CPU use (cores) of each "
         "process over the window:", "",
         "| condition | mean ms | std ms | p99 abs deviation ms | max ms | ticks > 2 periods | CPU cores | load |",
