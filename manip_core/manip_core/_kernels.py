@@ -511,23 +511,43 @@ def _joint_motion(mf, mi, i, out):
 @njit(inline="always", cache=True, _nrt=True)
 def _motion_to_child_s(ws, wi, w0, w1, w2, v0, v1, v2):
     """_motion_to_child on scalars: Ad_{T_rel^-1} [w; v] in child i's frame, R^T w and R^T (v + w x p)."""
-    R = ws[wi + W_RREL:wi + W_RREL + 9]
+    o = wi + W_RREL  # indices into ws (no slices: a slice's bounds logic costs more than these products)
+    r0, r1, r2, r3, r4, r5, r6, r7, r8 = (ws[o], ws[o + 1], ws[o + 2], ws[o + 3], ws[o + 4], ws[o + 5], ws[o + 6],
+                                          ws[o + 7], ws[o + 8])
     p0, p1, p2 = ws[wi + W_PREL], ws[wi + W_PREL + 1], ws[wi + W_PREL + 2]
     u0 = v0 + w1 * p2 - w2 * p1
     u1 = v1 + w2 * p0 - w0 * p2
     u2 = v2 + w0 * p1 - w1 * p0
-    return (R[0] * w0 + R[3] * w1 + R[6] * w2, R[1] * w0 + R[4] * w1 + R[7] * w2,
-            R[2] * w0 + R[5] * w1 + R[8] * w2, R[0] * u0 + R[3] * u1 + R[6] * u2,
-            R[1] * u0 + R[4] * u1 + R[7] * u2, R[2] * u0 + R[5] * u1 + R[8] * u2)
+    return (r0 * w0 + r3 * w1 + r6 * w2, r1 * w0 + r4 * w1 + r7 * w2,
+            r2 * w0 + r5 * w1 + r8 * w2, r0 * u0 + r3 * u1 + r6 * u2,
+            r1 * u0 + r4 * u1 + r7 * u2, r2 * u0 + r5 * u1 + r8 * u2)
 
 
 @njit(inline="always", cache=True, _nrt=True)
-def _inertia_times_s(m, h, I, w0, w1, w2, v0, v1, v2):
-    """_inertia_times on scalars: G [w; v] = [Ibar w + h x v; m v - h x w]."""
-    return (I[0] * w0 + I[1] * w1 + I[2] * w2 + h[1] * v2 - h[2] * v1,
-            I[3] * w0 + I[4] * w1 + I[5] * w2 + h[2] * v0 - h[0] * v2,
-            I[6] * w0 + I[7] * w1 + I[8] * w2 + h[0] * v1 - h[1] * v0,
-            m * v0 - (h[1] * w2 - h[2] * w1), m * v1 - (h[2] * w0 - h[0] * w2), m * v2 - (h[0] * w1 - h[1] * w0))
+def _force_to_parent_s(ws, wi, f0, f1, f2, f3, f4, f5):
+    """_force_to_parent on scalars: Ad_{T_rel^-1}^T [m; f] of child i in its parent's frame, [R m + p x R f; R f]."""
+    o = wi + W_RREL
+    r0, r1, r2, r3, r4, r5, r6, r7, r8 = (ws[o], ws[o + 1], ws[o + 2], ws[o + 3], ws[o + 4], ws[o + 5], ws[o + 6],
+                                          ws[o + 7], ws[o + 8])
+    p0, p1, p2 = ws[wi + W_PREL], ws[wi + W_PREL + 1], ws[wi + W_PREL + 2]
+    m0 = r0 * f0 + r1 * f1 + r2 * f2
+    m1 = r3 * f0 + r4 * f1 + r5 * f2
+    m2 = r6 * f0 + r7 * f1 + r8 * f2
+    n0 = r0 * f3 + r1 * f4 + r2 * f5
+    n1 = r3 * f3 + r4 * f4 + r5 * f5
+    n2 = r6 * f3 + r7 * f4 + r8 * f5
+    return m0 + p1 * n2 - p2 * n1, m1 + p2 * n0 - p0 * n2, m2 + p0 * n1 - p1 * n0, n0, n1, n2
+
+
+@njit(inline="always", cache=True, _nrt=True)
+def _inertia_times_s(x, o, w0, w1, w2, v0, v1, v2):
+    """_inertia_times on scalars: G [w; v] = [Ibar w + h x v; m v - h x w] with m, h (3), Ibar (9) at x[o:o + 13]."""
+    m, h0, h1, h2 = x[o], x[o + 1], x[o + 2], x[o + 3]
+    i = o + 4
+    return (x[i] * w0 + x[i + 1] * w1 + x[i + 2] * w2 + h1 * v2 - h2 * v1,
+            x[i + 3] * w0 + x[i + 4] * w1 + x[i + 5] * w2 + h2 * v0 - h0 * v2,
+            x[i + 6] * w0 + x[i + 7] * w1 + x[i + 8] * w2 + h0 * v1 - h1 * v0,
+            m * v0 - (h1 * w2 - h2 * w1), m * v1 - (h2 * w0 - h0 * w2), m * v2 - (h0 * w1 - h1 * w0))
 
 
 @njit(**_JIT)
@@ -576,12 +596,9 @@ def rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, tau_p):
         a3 += v1 * sw2 - v2 * sw1 + w1 * sv2 - w2 * sv1 + s3 * qdd
         a4 += v2 * sw0 - v0 * sw2 + w2 * sv0 - w0 * sv2 + s4 * qdd
         a5 += v0 * sw1 - v1 * sw0 + w0 * sv1 - w1 * sv0 + s5 * qdd
-        m = mf[b + O_M]
-        h = mf[b + O_H:b + O_H + 3]
-        I = mf[b + O_I:b + O_I + 9]
         # F = G A - ad_V^T (G V), G V = gv (_inertia_times); - ad_V^T gv = [w x gm + v x gf; w x gf]
-        f0, f1, f2, f3, f4, f5 = _inertia_times_s(m, h, I, a0, a1, a2, a3, a4, a5)
-        g0, g1, g2, g3, g4, g5 = _inertia_times_s(m, h, I, w0, w1, w2, v0, v1, v2)
+        f0, f1, f2, f3, f4, f5 = _inertia_times_s(mf, b + O_M, a0, a1, a2, a3, a4, a5)
+        g0, g1, g2, g3, g4, g5 = _inertia_times_s(mf, b + O_M, w0, w1, w2, v0, v1, v2)
         ws[w + W_V] = w0
         ws[w + W_V + 1] = w1
         ws[w + W_V + 2] = w2
@@ -621,15 +638,21 @@ def rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, tau_p):
         ws[wt + 5] += f2
     for i in range(nb - 1, -1, -1):
         w = i * WS_STRIDE
-        F = ws[w + W_F:w + W_F + 6]
         b = i * BODY_STRIDE
         # tau = S^T F, S = [axis; 0] (revolute) or [0; axis] (prismatic)
-        k = 3 if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC else 0
-        tau_p[i] = mf[b + O_AX] * F[k] + mf[b + O_AX + 1] * F[k + 1] + mf[b + O_AX + 2] * F[k + 2]
+        k = w + W_F + (3 if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC else 0)
+        tau_p[i] = mf[b + O_AX] * ws[k] + mf[b + O_AX + 1] * ws[k + 1] + mf[b + O_AX + 2] * ws[k + 2]
         p = mi[MI_HEADER + i * MI_STRIDE]
         if p >= 0:
-            wp = p * WS_STRIDE
-            _force_to_parent(ws, w, F, ws[wp + W_F:wp + W_F + 6])
+            f0, f1, f2, f3, f4, f5 = _force_to_parent_s(ws, w, ws[w + W_F], ws[w + W_F + 1], ws[w + W_F + 2],
+                                                        ws[w + W_F + 3], ws[w + W_F + 4], ws[w + W_F + 5])
+            d = p * WS_STRIDE + W_F
+            ws[d] += f0
+            ws[d + 1] += f1
+            ws[d + 2] += f2
+            ws[d + 3] += f3
+            ws[d + 4] += f4
+            ws[d + 5] += f5
 
 
 @njit(**_JIT)
@@ -656,25 +679,30 @@ def rnea(mf, mi, ws, q, qd, qdd, grav, ftip, tau):
 
 
 @njit(**_JIT)
-def _add_inertia_to_parent(ws, wi, c, pc):
-    """Composite inertia of a child (c = [m, h (3), Ibar (9)] in the child's frame) added to the parent's (pc,
-    the same layout), in the parent's frame: h' = R h + m p; Ibar' = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2.
+def _add_inertia_to_parent(ws, wi, oc, op):
+    """Composite inertia of a child (ws[oc:oc + 13] = [m, h (3), Ibar (9)] in the child's frame) added to the
+    parent's (at op, the same layout), in the parent's frame: h' = R h + m p;
+    Ibar' = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2.
 
-    Every product in scalars (no scratch array; Ibar symmetric: six entries computed, nine written).
+    Every product in scalars, indices into ws (no scratch array, no slices; Ibar symmetric: six entries computed,
+    nine written).
     """
-    R = ws[wi + W_RREL:wi + W_RREL + 9]
-    p = ws[wi + W_PREL:wi + W_PREL + 3]
-    r00, r01, r02, r10, r11, r12, r20, r21, r22 = R[0], R[1], R[2], R[3], R[4], R[5], R[6], R[7], R[8]
-    b0, b1, b2 = p[0], p[1], p[2]
-    m, h0, h1, h2 = c[0], c[1], c[2], c[3]
+    o = wi + W_RREL
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = (ws[o], ws[o + 1], ws[o + 2], ws[o + 3], ws[o + 4], ws[o + 5],
+                                                   ws[o + 6], ws[o + 7], ws[o + 8])
+    b0, b1, b2 = ws[wi + W_PREL], ws[wi + W_PREL + 1], ws[wi + W_PREL + 2]
+    c = ws
+    pc = ws
+    m, h0, h1, h2 = c[oc], c[oc + 1], c[oc + 2], c[oc + 3]
     a0 = r00 * h0 + r01 * h1 + r02 * h2
     a1 = r10 * h0 + r11 * h1 + r12 * h2
     a2 = r20 * h0 + r21 * h1 + r22 * h2
-    pc[0] += m
-    pc[1] += a0 + m * b0
-    pc[2] += a1 + m * b1
-    pc[3] += a2 + m * b2
-    i00, i01, i02, i10, i11, i12, i20, i21, i22 = c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12]
+    pc[op] += m
+    pc[op + 1] += a0 + m * b0
+    pc[op + 2] += a1 + m * b1
+    pc[op + 3] += a2 + m * b2
+    i00, i01, i02, i10, i11, i12, i20, i21, i22 = (c[oc + 4], c[oc + 5], c[oc + 6], c[oc + 7], c[oc + 8], c[oc + 9],
+                                                   c[oc + 10], c[oc + 11], c[oc + 12])
     # T = R Ibar
     t00 = r00 * i00 + r01 * i10 + r02 * i20
     t01 = r00 * i01 + r01 * i11 + r02 * i21
@@ -693,15 +721,15 @@ def _add_inertia_to_parent(ws, wi, c, pc):
     u01 = t00 * r10 + t01 * r11 + t02 * r12 - a0 * b1 - b0 * a1 - m * b0 * b1
     u02 = t00 * r20 + t01 * r21 + t02 * r22 - a0 * b2 - b0 * a2 - m * b0 * b2
     u12 = t10 * r20 + t11 * r21 + t12 * r22 - a1 * b2 - b1 * a2 - m * b1 * b2
-    pc[4] += u00
-    pc[5] += u01
-    pc[6] += u02
-    pc[7] += u01
-    pc[8] += u11
-    pc[9] += u12
-    pc[10] += u02
-    pc[11] += u12
-    pc[12] += u22
+    pc[op + 4] += u00
+    pc[op + 5] += u01
+    pc[op + 6] += u02
+    pc[op + 7] += u01
+    pc[op + 8] += u11
+    pc[op + 9] += u12
+    pc[op + 10] += u02
+    pc[op + 11] += u12
+    pc[op + 12] += u22
 
 
 @njit(**_JIT)
@@ -714,41 +742,32 @@ def crba_into(mf, mi, q, ws, M, rel_done=False):
         buf = ws[o_qp:o_qp + nb]
         to_phys(mf, mi, q, True, buf)
         rel_transforms(mf, mi, buf, ws)
-    comp = ws[o_comp:o_comp + 13 * nb].reshape((nb, 13))  # m, h(3), Ibar(9)
+    # composite inertias [m, h (3), Ibar (9)] per body at ws[o_comp + 13 i:], from the leaves to the root
     for i in range(nb):
-        b = i * BODY_STRIDE
-        comp[i, 0] = mf[b + O_M]
-        for k in range(12):
-            comp[i, 1 + k] = mf[b + O_H + k]
+        b = i * BODY_STRIDE + O_M
+        oc = o_comp + 13 * i
+        for k in range(13):
+            ws[oc + k] = mf[b + k]
     for i in range(nb - 1, -1, -1):
         p = mi[MI_HEADER + i * MI_STRIDE]
         if p >= 0:
-            _add_inertia_to_parent(ws, i * WS_STRIDE, comp[i], comp[p])
+            _add_inertia_to_parent(ws, i * WS_STRIDE, o_comp + 13 * i, o_comp + 13 * p)
     Mp = ws[o_mat:o_mat + nb * nb].reshape((nb, nb)) if mi[3] != 0 else M
-    F = _vec(ws, nb, 3)
-    S = _vec(ws, nb, 5)
     for i in range(nb):
-        _joint_motion(mf, mi, i, S)
-        _inertia_times(comp[i, 0], comp[i, 1:4], comp[i, 4:13], S, F)
-        f0, f1, f2, f3, f4, f5 = F[0], F[1], F[2], F[3], F[4], F[5]
-        Mp[i, i] = S[0] * f0 + S[1] * f1 + S[2] * f2 + S[3] * f3 + S[4] * f4 + S[5] * f5
+        b = i * BODY_STRIDE
+        ax0, ax1, ax2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+            s0, s1, s2, s3, s4, s5 = 0.0, 0.0, 0.0, ax0, ax1, ax2
+        else:
+            s0, s1, s2, s3, s4, s5 = ax0, ax1, ax2, 0.0, 0.0, 0.0
+        # F = I_composite S (_inertia_times), M_ii = S^T F
+        f0, f1, f2, f3, f4, f5 = _inertia_times_s(ws, o_comp + 13 * i, s0, s1, s2, s3, s4, s5)
+        Mp[i, i] = s0 * f0 + s1 * f1 + s2 * f2 + s3 * f3 + s4 * f4 + s5 * f5
         j = i
         pj = mi[MI_HEADER + j * MI_STRIDE]
         while pj >= 0:
-            # F <- Ad_{T_rel^-1}^T F (child j's wrench in its parent's frame, as _force_to_parent), in registers
-            wj = j * WS_STRIDE
-            R = ws[wj + W_RREL:wj + W_RREL + 9]
-            p = ws[wj + W_PREL:wj + W_PREL + 3]
-            m0 = R[0] * f0 + R[1] * f1 + R[2] * f2
-            m1 = R[3] * f0 + R[4] * f1 + R[5] * f2
-            m2 = R[6] * f0 + R[7] * f1 + R[8] * f2
-            n0 = R[0] * f3 + R[1] * f4 + R[2] * f5
-            n1 = R[3] * f3 + R[4] * f4 + R[5] * f5
-            n2 = R[6] * f3 + R[7] * f4 + R[8] * f5
-            f0 = m0 + p[1] * n2 - p[2] * n1
-            f1 = m1 + p[2] * n0 - p[0] * n2
-            f2 = m2 + p[0] * n1 - p[1] * n0
-            f3, f4, f5 = n0, n1, n2
+            # F <- Ad_{T_rel^-1}^T F (child j's wrench in its parent's frame), in registers
+            f0, f1, f2, f3, f4, f5 = _force_to_parent_s(ws, j * WS_STRIDE, f0, f1, f2, f3, f4, f5)
             j = pj
             pj = mi[MI_HEADER + j * MI_STRIDE]
             # S_j^T F: [axis; 0] (revolute) or [0; axis] (prismatic)
