@@ -6,6 +6,7 @@ Twists and screw axes are [omega; v], wrenches [moment; force] (Modern Robotics,
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 from dataclasses import dataclass
 import numpy as np
@@ -40,7 +41,12 @@ class _LazyC:
 
     def __call__(self, *args):
         if self.f is None:
-            self.f = C.function(self.name, self.c)
+            try:
+                self.f = C.function(self.name, self.c)
+            except Exception as e:  # noqa: BLE001 - numba could not build it here: the numba fast path serves
+                warnings.warn(f"manip_core: no builtin function for {self.name} ({type(e).__name__}: {e}); "
+                              f"single calls take manip_core._fast", RuntimeWarning, stacklevel=2)
+                self.f = _no_c
             m = self.model()
             if m is not None and m.__dict__.get(f"_c_{self.name}") is self:
                 m.__dict__[f"_c_{self.name}"] = self.f

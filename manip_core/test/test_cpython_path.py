@@ -159,3 +159,20 @@ def test_deep_copy_and_pickle_bind_their_own_functions(robot):
     for c in (copy.deepcopy(robot), pickle.loads(pickle.dumps(robot))):
         assert c._c_forward_dynamics is not robot._c_forward_dynamics
         np.testing.assert_array_equal(c.forward_dynamics(q, v, a), ref)
+
+
+def test_a_function_that_cannot_be_built_leaves_the_numba_fast_path(monkeypatch):
+    ref = RobotModel.load("ur5")
+    q, v, a = _state(ref, 4)
+    tau_ref, T_ref = ref.inverse_dynamics(q, v, a), ref.fk(q)
+
+    def broken(name, c):
+        raise RuntimeError("no cfunc here")
+
+    monkeypatch.setattr(C, "function", broken)
+    with pytest.warns(RuntimeWarning, match="no builtin function"):
+        m = RobotModel.load("ur5")
+        tau = m.inverse_dynamics(q, v, a)
+    np.testing.assert_array_equal(tau, tau_ref)
+    np.testing.assert_array_equal(m.fk(q), T_ref)
+    assert type(ref._c_rnea).__name__ == "builtin_function_or_method" and m._c_rnea(q, v, a) is None
