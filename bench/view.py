@@ -9,9 +9,9 @@ Windows, one after the other, each ``--seconds`` long:
 1. controller alone (no viewer, no browser);
 2. + the viewer node (no page open);
 3. + a wire client: a page elsewhere as the viewer sees it (``WireClient``, a process of its own at nice +10: it
-   receives and decodes viser's websocket windows and renders nothing), first with the arm only (an empty cloud is published instead),
-   then with the arm and the cloud: what the viewer delivers and costs with a page open, without a browser
-   rendering on the same CPUs;
+   receives and decodes viser's websocket windows and renders nothing), first with the arm only (an empty cloud is
+   published instead), then with the arm and the cloud: what the viewer delivers and costs with a page open,
+   without a browser rendering on the same CPUs;
 4. + the page at 1280x800, device pixel ratio 1 (headless Chromium, software WebGL: this machine has no GPU),
    arm only, then arm and cloud;
 5. the same at ``?fixedDpr=0.25`` (a sixteenth of the pixels).

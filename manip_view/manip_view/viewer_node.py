@@ -131,12 +131,10 @@ class Viewer(Node):
         n = {k: p(k, v, d(description=why)).value for k, (v, why) in names.items()}
         if not is_loopback(self.host):
             self.get_logger().warning(f"listening on {self.host}: anyone who reaches this address can move the arm")
-        nice = p("nice", 10, d(description="added to the nice value of the viewer's process at start (10: on a busy "
-                                          "machine the control loop goes first, on an idle one the viewer still gets "
-                                          "the idle CPU; 0: unchanged)")).value
-        if nice:
-            self.get_logger().info(f"nice value {_lower_priority(int(nice))}: the viewer yields the CPU to the "
-                                   "control loop")
+        self._nice = int(p("nice", 10, d(description="added to the nice value of the viewer's process once its page "
+                                                      "is up (10: on a busy machine the control loop goes first, on "
+                                                      "an idle one the viewer still gets the idle CPU; 0: unchanged)"
+                                      )).value)
         group = ReentrantCallbackGroup()
         self._pub = self.create_publisher(JointTrajectory, n["trajectory_topic"], 10)
         self._ik = self.create_client(ComputeIK, n["ik_service"], callback_group=group)
@@ -196,6 +194,10 @@ class Viewer(Node):
                                     on_target=self.send_target, on_stop=self.stop)
         self.panels = Panels(self.viewer, solve_ik=self.solve_ik, plan=self.plan, execute=self.execute,
                              pick_place=self.pick_place, max_cloud_points=self.max_cloud_points)
+        if self._nice:  # once, after the start-up (imports, model, page: a few CPU s that a low priority would stretch)
+            self.get_logger().info(f"nice value {_lower_priority(self._nice)}: the viewer yields the CPU to the "
+                                   "control loop")
+            self._nice = 0
         self.get_logger().info(f"{model.name}: page at {self.viewer.url}")
 
     @property

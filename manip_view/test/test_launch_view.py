@@ -24,7 +24,7 @@ def printed(*args):
             for i in range(len(lines) - 1) if lines[i].startswith("# [")}
 
 
-def test_view_argument_starts_the_viewer_that_serves_the_launched_robot():
+def test_view_argument_starts_the_viewer_that_serves_the_launched_robot(tmp_path):
     assert "viewer" not in printed()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -36,20 +36,21 @@ def test_view_argument_starts_the_viewer_that_serves_the_launched_robot():
     # Without the simulator there is no /clock: the two nodes run on wall time here.
     run = [[a if a != "use_sim_time:=true" else "use_sim_time:=false" for a in c]
            for c in (cmds["model_server"], viewer)]
-    procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for c in run]
+    logs = [tmp_path / f"{k}.log" for k in ("model_server", "viewer")]
+    procs = [subprocess.Popen(c, env=env, stdout=open(f, "w"), stderr=subprocess.STDOUT, text=True)
+             for c, f in zip(run, logs)]
     try:
         deadline = time.monotonic() + 120
-        while True:
-            try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=2).read().decode()
-                break
-            except OSError:
-                assert all(p.poll() is None for p in procs) and time.monotonic() < deadline, "no page"
-                time.sleep(0.3)
+        # The viewer's line comes once its whole page is built (the HTTP server answers before that).
+        while "ur5: page at http://127.0.0.1:" not in logs[1].read_text():
+            assert all(p.poll() is None for p in procs) and time.monotonic() < deadline, "no page"
+            time.sleep(0.3)
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=30).read().decode()
         assert "<title>Viser</title>" in page
     finally:
         for p in procs:
             p.terminate()
-        outs = [p.communicate(timeout=30)[0] for p in procs]
+        for p in procs:
+            p.wait(30)
+    outs = [f.read_text() for f in logs]
     assert [p.returncode for p in procs] == [0, 0], outs
-    assert "ur5: page at http://127.0.0.1:" in outs[1], outs[1][-1500:]
