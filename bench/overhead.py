@@ -179,7 +179,9 @@ def variants(robot, pr, data, Q, V, A, TAU):
                "no-op dispatcher": (lambda q, v, t: _noop(mf, mi, ws, q, v, t, g, f, tau), f3),
                "Pinocchio": (pr.aba, f3)},
         "rnead": {"call": (lambda q, v, a: robot.rnea_derivatives(q, v, a), s3),
+                  "call, out=": (lambda q, v, a: robot.rnea_derivatives(q, v, a, out=D3), s3),
                   "call, out= data=": (lambda q, v, a: robot.rnea_derivatives(q, v, a, out=D3, data=data), s3),
+                  "builtin + kernel": (lambda q, v, a: robot._c_rnea_derivatives(q, v, a, *D3), s3),
                   "fast path + kernel": (lambda q, v, a: F.rnea_derivatives_nogil(h, q, v, a, *D3), s3),
                   "entry point + kernel": (lambda q, v, a: E.rnea_derivatives(mf, mi, ws, dws, q, v, a, g, f,
                                                                               *D3), s3),
@@ -280,8 +282,8 @@ def render(res):
                      f" | {d['call']['median_ns'] / d['Pinocchio']['median_ns']:.2f}x"
                      f" | {d[out_col]['median_ns'] / d['Pinocchio']['median_ns']:.2f}x |")
     L += ["", "## Breakdown of `call` (ns, derived from the minima over blocks: the least disturbed)", "",
-          "| robot | op | Python wrapper | output allocation | the path's call (builtin: checks in the cfunc; "
-          "RNEA derivatives: numba's dispatcher) | kernel | call | numba fast path minus builtin |",
+          "| robot | op | Python wrapper | output allocation | the builtin's call (checks in the cfunc) | kernel | "
+          "call | numba fast path minus builtin |",
           "|---|---|---:|---:|---:|---:|---:|---:|"]
     for rname, ops in res["robots"].items():
         for op, label in OPS:

@@ -12,8 +12,9 @@ call of a C function (~30 ns) and these checks, read from the array objects' C s
 anything else (lists, float32, read-only outputs, wrong shapes, Fortran order, subclasses) and any kernel
 status other than 0 (NaN / inf / bound, singular mass matrix) returns None, and RobotModel then takes its
 checked path, which converts what it can or raises the project's errors: results and errors are the same.
-Without ``out`` the function allocates the output (PyArray_New from numpy's C API table). The kernels run
-holding the GIL, on the model's own workspace (as manip_core._fast's ``<name>``).
+Without ``out`` the function allocates the output (PyArray_New from numpy's C API table; rnea_derivatives: a
+new tuple of three new arrays, PyTuple_New). The kernels run holding the GIL, on the model's own workspace (as
+manip_core._fast's ``<name>``).
 
 The struct offsets (PyArrayObject: ob_type 8, data 16, nd 24, dimensions 32, descr 56, flags 64; the same in
 numpy 1.x and 2.x on 64-bit CPython) are checked on real arrays at import; where any differs (another ABI, a
@@ -21,7 +22,8 @@ free-threaded build) ``AVAILABLE`` is False and bind() gives None: RobotModel th
 
 ``self`` of every function (per model): int64 [handle (manip_core._fast), address of numpy.ndarray, of the
 float64 dtype, of None, of PyArray_New, of Py_IncRef, of Py_DecRef, dof, NPY_DOUBLE, then the shapes (4, 4),
-(6, dof), (dof, dof), (dof,)]; it points at the model's arrays, which the model keeps alive.
+(6, dof), (dof, dof), (dof,), then the address of PyTuple_New]; it points at the model's arrays, which the model
+keeps alive.
 """
 from __future__ import annotations
 
@@ -37,9 +39,10 @@ from numba.np.arrayobj import populate_array
 from . import _fast as F
 from ._fast import _view_f64, _view_i64
 
-C_H, C_ARR, C_F64, C_NONE, C_NEW, C_INCREF, C_DECREF, C_N, C_TYPENUM, C_S44, C_S6N, C_SNN, C_SN = (
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15)
-C_SIZE = 17
+C_H, C_ARR, C_F64, C_NONE, C_NEW, C_INCREF, C_DECREF, C_N, C_TYPENUM, C_S44, C_S6N, C_SNN, C_SN, C_TUPLE = (
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15, 17)
+C_SIZE = 18
+T_ITEM = 3  # PyTupleObject: ob_item[0] at word 3 (after refcount, type, size)
 # PyArrayObject word offsets (8 bytes) and flag bits (numpy's ndarraytypes.h)
 A_TYPE, A_DATA, A_ND, A_DIMS, A_DESCR, A_FLAGS = 1, 2, 3, 4, 7, 8
 NPY_C_CONTIGUOUS, NPY_ALIGNED, NPY_WRITEABLE = 0x1, 0x100, 0x400
@@ -84,6 +87,18 @@ def _call_new(typingctx, fn, subtype, nd, dims, typenum):
                              builder.inttoptr(args[3], i64.as_pointer()), builder.trunc(args[4], i32), null64,
                              null8, ir.Constant(i32, 0), ir.Constant(i32, 0), null8])
         return builder.ptrtoint(r, i64)
+    return sig, codegen
+
+
+@intrinsic
+def _call_int(typingctx, fn, x):
+    """fn(x) for a C function PyObject *fn(Py_ssize_t) given by address (PyTuple_New): the result's address."""
+    sig = types.int64(types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        p8, i64 = ir.IntType(8).as_pointer(), ir.IntType(64)
+        fnty = ir.FunctionType(p8, [i64])
+        return builder.ptrtoint(builder.call(builder.inttoptr(args[0], fnty.as_pointer()), [args[1]]), i64)
     return sig, codegen
 
 
@@ -209,6 +224,61 @@ _rnea_b = _three_inputs(F._rnea)
 _forward_dynamics_b = _three_inputs(F._forward_dynamics)
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _rnea_derivatives_new(c, caddr, args):
+    """f(q, qd, qdd): a new tuple of three new (dof, dof) arrays (dtau/dq, dtau/dqd, M), or None, or 0 with a
+    Python exception set (no memory)."""
+    n = c[C_N]
+    a = _data(c, args[0], 1, n, 0, _IN)
+    b = _data(c, args[1], 1, n, 0, _IN)
+    x = _data(c, args[2], 1, n, 0, _IN)
+    if a == 0 or b == 0 or x == 0:
+        return _none(c)
+    dims = caddr + 8 * C_SNN
+    o1 = _call_new(c[C_NEW], c[C_ARR], 2, dims, c[C_TYPENUM])
+    o2 = 0 if o1 == 0 else _call_new(c[C_NEW], c[C_ARR], 2, dims, c[C_TYPENUM])
+    o3 = 0 if o2 == 0 else _call_new(c[C_NEW], c[C_ARR], 2, dims, c[C_TYPENUM])
+    t = 0 if o3 == 0 else _call_int(c[C_TUPLE], 3)
+    if t == 0:  # out of memory: release what was made, the exception stays set
+        for o in (o1, o2, o3):
+            if o != 0:
+                _call_obj(c[C_DECREF], o)
+        return 0
+    # the tuple takes the three references (PyTuple_SET_ITEM); releasing it releases them
+    items = _view_i64(t, T_ITEM + 3)
+    items[T_ITEM], items[T_ITEM + 1], items[T_ITEM + 2] = o1, o2, o3
+    st = F._rnea_derivatives(c[C_H], _view_f64(a, n), _view_f64(b, n), _view_f64(x, n),
+                             _view2_f64(_view_i64(o1, 3)[A_DATA], n, n), _view2_f64(_view_i64(o2, 3)[A_DATA], n, n),
+                             _view2_f64(_view_i64(o3, 3)[A_DATA], n, n))
+    if st == 0:
+        return t
+    _call_obj(c[C_DECREF], t)
+    return _none(c)
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _rnea_derivatives_b(self_, args, nargs):
+    """f(q, qd, qdd[, dtau_dq, dtau_dqd, M]): with the caller's three (dof, dof) outputs (all positional) returns
+    the first output (a new reference) when done; without them a new tuple of three new arrays; else None."""
+    c, caddr = _c(self_)
+    n = c[C_N]
+    if nargs == 3:
+        return _rnea_derivatives_new(c, caddr, args)
+    if nargs != 6:
+        return _none(c)
+    a = _data(c, args[0], 1, n, 0, _IN)
+    b = _data(c, args[1], 1, n, 0, _IN)
+    x = _data(c, args[2], 1, n, 0, _IN)
+    o1 = _data(c, args[3], 2, n, n, _OUT)
+    o2 = _data(c, args[4], 2, n, n, _OUT)
+    o3 = _data(c, args[5], 2, n, n, _OUT)
+    if a == 0 or b == 0 or x == 0 or o1 == 0 or o2 == 0 or o3 == 0:
+        return _none(c)
+    st = F._rnea_derivatives(c[C_H], _view_f64(a, n), _view_f64(b, n), _view_f64(x, n), _view2_f64(o1, n, n),
+                             _view2_f64(o2, n, n), _view2_f64(o3, n, n))
+    return _done(c, args, nargs, 3, args[3], st)
+
+
 def _fk(self_, args, nargs):
     return _fk_b(self_, args, nargs)
 
@@ -233,7 +303,11 @@ def _forward_dynamics(self_, args, nargs):
     return _forward_dynamics_b(self_, args, nargs)
 
 
-NAMES = ("fk", "jacobian_space", "jacobian_body", "mass_matrix", "rnea", "forward_dynamics")
+def _rnea_derivatives(self_, args, nargs):
+    return _rnea_derivatives_b(self_, args, nargs)
+
+
+NAMES = ("fk", "jacobian_space", "jacobian_body", "mass_matrix", "rnea", "forward_dynamics", "rnea_derivatives")
 
 
 class _PyMethodDef(ctypes.Structure):
@@ -282,6 +356,11 @@ def _init():
         _ADDR["new"] = _read(table + 8 * 93, ctypes.c_void_p)   # PyArray_New (numpy's C API, index 93)
         _ADDR["incref"] = ctypes.cast(ctypes.pythonapi.Py_IncRef, ctypes.c_void_p).value
         _ADDR["decref"] = ctypes.cast(ctypes.pythonapi.Py_DecRef, ctypes.c_void_p).value
+        _ADDR["tuple_new"] = ctypes.cast(ctypes.pythonapi.PyTuple_New, ctypes.c_void_p).value
+        t = (np, sys)
+        if _read(id(t) + 8 * T_ITEM, ctypes.c_int64) != id(np) or _read(id(t) + 8 * (T_ITEM + 1), ctypes.c_int64) \
+                != id(sys):
+            return
         new = ctypes.pythonapi.PyCFunction_NewEx
         new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
         _ADDR["cfunction_new"] = new
@@ -309,9 +388,9 @@ def make_self(hdr_handle, dof):
     if not AVAILABLE:
         return None
     c = np.zeros(C_SIZE, dtype=np.int64)
-    c[[C_H, C_ARR, C_F64, C_NONE, C_NEW, C_INCREF, C_DECREF, C_N, C_TYPENUM]] = [
+    c[[C_H, C_ARR, C_F64, C_NONE, C_NEW, C_INCREF, C_DECREF, C_N, C_TYPENUM, C_TUPLE]] = [
         hdr_handle, id(np.ndarray), id(np.dtype(np.float64)), id(None), _ADDR["new"], _ADDR["incref"],
-        _ADDR["decref"], dof, np.dtype(np.float64).num]
+        _ADDR["decref"], dof, np.dtype(np.float64).num, _ADDR["tuple_new"]]
     c[C_S44:C_S44 + 2] = 4, 4
     c[C_S6N:C_S6N + 2] = 6, dof
     c[C_SNN:C_SNN + 2] = dof, dof

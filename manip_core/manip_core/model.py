@@ -584,6 +584,10 @@ class RobotModel:
     def rnea_derivatives(self, q, qd, qdd, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None, data=None):
         """(dtau/dq, dtau/dqd, dtau/dqdd = M(q)) of inverse_dynamics at (q, qd, qdd), each (dof, dof)."""
         if gravity is GRAVITY_DEFAULT and f_tip is None and (out is None or out.__class__ is tuple and len(out) == 3):
+            if data is None:  # manip_core._cpython: a new tuple of new arrays, or the caller's out filled
+                r = self._c_rnea_derivatives(q, qd, qdd) if out is None else self._c_rnea_derivatives(q, qd, qdd, *out)
+                if r is not None:
+                    return out if out is not None else r
             n = self.dof
             o = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n))) if out is None else out
             try:

@@ -71,6 +71,31 @@ def test_same_results_as_the_numba_fast_path_and_pinocchio(robot):
         np.testing.assert_allclose(robot.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, rtol=0, atol=1e-12)
 
 
+def test_rnea_derivatives_same_as_the_numba_fast_path(robot):
+    n = robot.dof
+    for seed in range(3):
+        q, v, a = _state(robot, seed)
+        ref = tuple(np.empty((n, n)) for _ in range(3))
+        assert F.rnea_derivatives(robot._h, q, v, a, *ref) == 0
+        out = tuple(np.empty((n, n)) for _ in range(3))
+        assert robot._c_rnea_derivatives(q, v, a, *out) is out[0]
+        for x, y in zip(out, ref):
+            np.testing.assert_array_equal(x, y)
+        got = robot.rnea_derivatives(q, v, a)
+        assert type(got) is tuple and len(got) == 3 and all(type(x) is np.ndarray for x in got)
+        assert len({id(x) for x in got}) == 3 and all(x.flags.owndata and x.flags.writeable for x in got)
+        for x, y in zip(got, ref):
+            np.testing.assert_array_equal(x, y)
+        assert robot.rnea_derivatives(q, v, a, out=out) is out
+    bad = q.copy()
+    bad[0] = np.nan
+    f = robot._c_rnea_derivatives
+    for args in [(q, v, a, *out[:2]), (q, v, bad, *out), (q, v, bad), (q, v), (q, v, a[:-1]),
+                 (q, v, a, out[0], out[1], out[2].T),
+                 (q, v, a, out[0], out[1], np.empty((n, n + 1))), (q, v, list(a), *out)]:
+        assert f(*args) is None
+
+
 def test_none_for_what_it_does_not_take(robot):
     q, v, a = _state(robot)
     n = robot.dof
@@ -103,13 +128,13 @@ def test_no_leaks(robot):
     bad = q.copy()
     bad[0] = np.nan
     out = np.empty(robot.dof)
-    f, fd = robot._c_fk, robot._c_forward_dynamics
+    f, fd, rd = robot._c_fk, robot._c_forward_dynamics, robot._c_rnea_derivatives
     for _ in range(100):
-        f(q), f(bad), fd(q, v, bad), fd(q, v, a, out)
+        f(q), f(bad), fd(q, v, bad), fd(q, v, a, out), rd(q, v, a), rd(q, v, bad)
     gc.collect()
     refs = (sys.getrefcount(None), sys.getrefcount(out), sys.getrefcount(q))
     for _ in range(2000):
-        f(q), f(bad), fd(q, v, bad), fd(q, v, a, out)
+        f(q), f(bad), fd(q, v, bad), fd(q, v, a, out), rd(q, v, a), rd(q, v, bad)
     gc.collect()
     now = (sys.getrefcount(None), sys.getrefcount(out), sys.getrefcount(q))
     # a reference to None or to an array gained or lost per call would show as thousands
@@ -122,6 +147,8 @@ def test_no_leaks(robot):
             f(bad)                    # allocates, the kernel refuses NaN: freed, None
             fd(q, v, bad)
             fd(q, v, a, out)          # caller's output: nothing allocated
+            rd(q, v, a)               # a new tuple of three new arrays, freed at once
+            rd(q, v, bad)             # made, then released: None
         grown = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
