@@ -36,7 +36,7 @@ from numba import cfunc, njit, types
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
-from . import _fast as F
+from . import _derivative_kernels as _DK, _fast as F
 from ._fast import _view_f64, _view_i64
 
 C_H, C_ARR, C_F64, C_NONE, C_NEW, C_INCREF, C_DECREF, C_N, C_TYPENUM, C_S44, C_S6N, C_SNN, C_SN, C_TUPLE = (
@@ -224,59 +224,110 @@ _rnea_b = _three_inputs(F._rnea)
 _forward_dynamics_b = _three_inputs(F._forward_dynamics)
 
 
-@njit(inline="always", cache=True, _nrt=False)
-def _rnea_derivatives_new(c, caddr, args):
-    """f(q, qd, qdd): a new tuple of three new (dof, dof) arrays (dtau/dq, dtau/dqd, M), or None, or 0 with a
-    Python exception set (no memory)."""
-    n = c[C_N]
-    a = _data(c, args[0], 1, n, 0, _IN)
-    b = _data(c, args[1], 1, n, 0, _IN)
-    x = _data(c, args[2], 1, n, 0, _IN)
-    if a == 0 or b == 0 or x == 0:
+def _derivatives(kernel):
+    """cfunc body for f(q, qd, x[, o1, o2, o3]) with kernel(h, q, qd, x, o1, o2, o3), o* (dof, dof): with the
+    caller's three outputs (all positional) it returns the first one (a new reference) when done; without them
+    a new tuple of three new arrays (or 0 with a Python exception set: no memory); else None."""
+    @njit(inline="always", cache=True, _nrt=False)
+    def new_outputs(c, caddr, args):
+        n = c[C_N]
+        a = _data(c, args[0], 1, n, 0, _IN)
+        b = _data(c, args[1], 1, n, 0, _IN)
+        x = _data(c, args[2], 1, n, 0, _IN)
+        if a == 0 or b == 0 or x == 0:
+            return _none(c)
+        dims = caddr + 8 * C_SNN
+        o1 = _call_new(c[C_NEW], c[C_ARR], 2, dims, c[C_TYPENUM])
+        o2 = 0 if o1 == 0 else _call_new(c[C_NEW], c[C_ARR], 2, dims, c[C_TYPENUM])
+        o3 = 0 if o2 == 0 else _call_new(c[C_NEW], c[C_ARR], 2, dims, c[C_TYPENUM])
+        t = 0 if o3 == 0 else _call_int(c[C_TUPLE], 3)
+        if t == 0:  # out of memory: release what was made, the exception stays set
+            for o in (o1, o2, o3):
+                if o != 0:
+                    _call_obj(c[C_DECREF], o)
+            return 0
+        # the tuple takes the three references (PyTuple_SET_ITEM); releasing it releases them
+        items = _view_i64(t, T_ITEM + 3)
+        items[T_ITEM], items[T_ITEM + 1], items[T_ITEM + 2] = o1, o2, o3
+        st = kernel(c[C_H], _view_f64(a, n), _view_f64(b, n), _view_f64(x, n),
+                    _view2_f64(_view_i64(o1, 3)[A_DATA], n, n), _view2_f64(_view_i64(o2, 3)[A_DATA], n, n),
+                    _view2_f64(_view_i64(o3, 3)[A_DATA], n, n))
+        if st == 0:
+            return t
+        _call_obj(c[C_DECREF], t)
         return _none(c)
-    dims = caddr + 8 * C_SNN
-    o1 = _call_new(c[C_NEW], c[C_ARR], 2, dims, c[C_TYPENUM])
-    o2 = 0 if o1 == 0 else _call_new(c[C_NEW], c[C_ARR], 2, dims, c[C_TYPENUM])
-    o3 = 0 if o2 == 0 else _call_new(c[C_NEW], c[C_ARR], 2, dims, c[C_TYPENUM])
-    t = 0 if o3 == 0 else _call_int(c[C_TUPLE], 3)
-    if t == 0:  # out of memory: release what was made, the exception stays set
-        for o in (o1, o2, o3):
-            if o != 0:
-                _call_obj(c[C_DECREF], o)
-        return 0
-    # the tuple takes the three references (PyTuple_SET_ITEM); releasing it releases them
-    items = _view_i64(t, T_ITEM + 3)
-    items[T_ITEM], items[T_ITEM + 1], items[T_ITEM + 2] = o1, o2, o3
-    st = F._rnea_derivatives(c[C_H], _view_f64(a, n), _view_f64(b, n), _view_f64(x, n),
-                             _view2_f64(_view_i64(o1, 3)[A_DATA], n, n), _view2_f64(_view_i64(o2, 3)[A_DATA], n, n),
-                             _view2_f64(_view_i64(o3, 3)[A_DATA], n, n))
-    if st == 0:
-        return t
-    _call_obj(c[C_DECREF], t)
-    return _none(c)
+
+    @njit(inline="always", cache=True, _nrt=False)
+    def body(self_, args, nargs):
+        c, caddr = _c(self_)
+        n = c[C_N]
+        if nargs == 3:
+            return new_outputs(c, caddr, args)
+        if nargs != 6:
+            return _none(c)
+        a = _data(c, args[0], 1, n, 0, _IN)
+        b = _data(c, args[1], 1, n, 0, _IN)
+        x = _data(c, args[2], 1, n, 0, _IN)
+        o1 = _data(c, args[3], 2, n, n, _OUT)
+        o2 = _data(c, args[4], 2, n, n, _OUT)
+        o3 = _data(c, args[5], 2, n, n, _OUT)
+        if a == 0 or b == 0 or x == 0 or o1 == 0 or o2 == 0 or o3 == 0:
+            return _none(c)
+        st = kernel(c[C_H], _view_f64(a, n), _view_f64(b, n), _view_f64(x, n), _view2_f64(o1, n, n),
+                    _view2_f64(o2, n, n), _view2_f64(o3, n, n))
+        return _done(c, args, nargs, 3, args[3], st)
+    return body
+
+
+def _two_inputs(kernel):
+    """cfunc body for f(q, qd[, out]) with kernel(h, q, qd, out), out (6, dof)."""
+    @njit(inline="always", cache=True, _nrt=False)
+    def body(self_, args, nargs):
+        c, caddr = _c(self_)
+        n = c[C_N]
+        if nargs < 2 or nargs > 3:
+            return _none(c)
+        a = _data(c, args[0], 1, n, 0, _IN)
+        b = _data(c, args[1], 1, n, 0, _IN)
+        if a == 0 or b == 0:
+            return _none(c)
+        o, od = _out(c, caddr, args, nargs, 2, 2, C_S6N)
+        if od == -1:
+            return 0
+        if od == 0:
+            return _none(c)
+        st = kernel(c[C_H], _view_f64(a, n), _view_f64(b, n), _view2_f64(od, 6, n))
+        return _done(c, args, nargs, 2, o, st)
+    return body
+
+
+# the derivative kernels on the model's handle (as manip_core._fast's functions; status 3: wrong size or a
+# model without inertias)
+@njit(inline="always", cache=True, _nrt=False)
+def _fd_derivatives_k(h, q, qd, tau, dq, dv, minv):
+    hd, mf, mi, ws, g = F._model(h)
+    if not hd[F.H_DYN]:
+        return 3
+    dws = _view_f64(hd[F.H_DWS], hd[F.H_DWS_N])
+    return _DK.forward_dynamics_derivatives(mf, mi, ws, dws, q, qd, tau, g, g[:0], dq, dv, minv)
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _rnea_derivatives_b(self_, args, nargs):
-    """f(q, qd, qdd[, dtau_dq, dtau_dqd, M]): with the caller's three (dof, dof) outputs (all positional) returns
-    the first output (a new reference) when done; without them a new tuple of three new arrays; else None."""
-    c, caddr = _c(self_)
-    n = c[C_N]
-    if nargs == 3:
-        return _rnea_derivatives_new(c, caddr, args)
-    if nargs != 6:
-        return _none(c)
-    a = _data(c, args[0], 1, n, 0, _IN)
-    b = _data(c, args[1], 1, n, 0, _IN)
-    x = _data(c, args[2], 1, n, 0, _IN)
-    o1 = _data(c, args[3], 2, n, n, _OUT)
-    o2 = _data(c, args[4], 2, n, n, _OUT)
-    o3 = _data(c, args[5], 2, n, n, _OUT)
-    if a == 0 or b == 0 or x == 0 or o1 == 0 or o2 == 0 or o3 == 0:
-        return _none(c)
-    st = F._rnea_derivatives(c[C_H], _view_f64(a, n), _view_f64(b, n), _view_f64(x, n), _view2_f64(o1, n, n),
-                             _view2_f64(o2, n, n), _view2_f64(o3, n, n))
-    return _done(c, args, nargs, 3, args[3], st)
+def _jacobian_dot_space_k(h, q, qd, out):
+    hd, mf, mi, ws, g = F._model(h)
+    return _DK.jacobian_dot(mf, mi, ws, _view_f64(hd[F.H_DWS], hd[F.H_DWS_N]), q, qd, False, out)
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _jacobian_dot_body_k(h, q, qd, out):
+    hd, mf, mi, ws, g = F._model(h)
+    return _DK.jacobian_dot(mf, mi, ws, _view_f64(hd[F.H_DWS], hd[F.H_DWS_N]), q, qd, True, out)
+
+
+_rnea_derivatives_b = _derivatives(F._rnea_derivatives)
+_forward_dynamics_derivatives_b = _derivatives(_fd_derivatives_k)
+_jacobian_dot_space_b = _two_inputs(_jacobian_dot_space_k)
+_jacobian_dot_body_b = _two_inputs(_jacobian_dot_body_k)
 
 
 def _fk(self_, args, nargs):
@@ -307,7 +358,20 @@ def _rnea_derivatives(self_, args, nargs):
     return _rnea_derivatives_b(self_, args, nargs)
 
 
-NAMES = ("fk", "jacobian_space", "jacobian_body", "mass_matrix", "rnea", "forward_dynamics", "rnea_derivatives")
+def _forward_dynamics_derivatives(self_, args, nargs):
+    return _forward_dynamics_derivatives_b(self_, args, nargs)
+
+
+def _jacobian_dot_space(self_, args, nargs):
+    return _jacobian_dot_space_b(self_, args, nargs)
+
+
+def _jacobian_dot_body(self_, args, nargs):
+    return _jacobian_dot_body_b(self_, args, nargs)
+
+
+NAMES = ("fk", "jacobian_space", "jacobian_body", "mass_matrix", "rnea", "forward_dynamics", "rnea_derivatives",
+         "forward_dynamics_derivatives", "jacobian_dot_space", "jacobian_dot_body")
 
 
 class _PyMethodDef(ctypes.Structure):

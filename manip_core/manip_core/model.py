@@ -605,6 +605,13 @@ class RobotModel:
     def forward_dynamics_derivatives(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None,
                                      data=None):
         """(dqdd/dq, dqdd/dqd, dqdd/dtau = M(q)^-1) of forward_dynamics at (q, qd, tau), each (dof, dof)."""
+        if gravity is GRAVITY_DEFAULT and f_tip is None and data is None and (
+                out is None or out.__class__ is tuple and len(out) == 3):
+            # manip_core._cpython: a new tuple of new arrays, or the caller's out filled, or None
+            r = self._c_forward_dynamics_derivatives(q, qd, tau) if out is None else \
+                self._c_forward_dynamics_derivatives(q, qd, tau, *out)
+            if r is not None:
+                return out if out is not None else r
         return _deriv.forward_dynamics_derivatives(self, q, qd, tau, gravity, f_tip, out, data)
 
     def forward_dynamics_derivatives_batch(self, Q, QD, TAU, gravity=GRAVITY_DEFAULT, f_tip=None):
@@ -614,6 +621,11 @@ class RobotModel:
     def jacobian_time_derivative(self, q, qd, frame="space", *, out=None, data=None):
         """dJ/dt (6, dof) of jacobian_space (frame "space") or jacobian_body ("body") at joint speeds qd, so
         that the tip's spatial acceleration is J qdd + dJ/dt qd ([omega; v] rows, same frame as J)."""
+        if data is None and (frame == "space" or frame == "body"):
+            f = self._c_jacobian_dot_space if frame == "space" else self._c_jacobian_dot_body
+            r = f(q, qd) if out is None else f(q, qd, out)
+            if r is not None:
+                return r
         return _deriv.jacobian_time_derivative(self, q, qd, frame, out, data)
 
     # ------------------------------------------------------------------------------------- analysis

@@ -203,3 +203,49 @@ def test_a_function_that_cannot_be_built_leaves_the_numba_fast_path(monkeypatch)
     np.testing.assert_array_equal(tau, tau_ref)
     np.testing.assert_array_equal(m.fk(q), T_ref)
     assert type(ref._c_rnea).__name__ == "builtin_function_or_method" and m._c_rnea(q, v, a) is None
+
+
+def test_forward_dynamics_derivatives_and_jacobian_dot_same_as_the_checked_path(robot):
+    from manip_core import _entry as E
+    n = robot.dof
+    g, e = robot._g_default, np.zeros(0)
+    for seed in range(3):
+        q, v, t = _state(robot, seed)
+        ref = tuple(np.empty((n, n)) for _ in range(3))
+        assert E.forward_dynamics_derivatives(robot._mf, robot._mi, robot._ws, robot._dws, q, v, t, g, e, *ref) == 0
+        got = robot.forward_dynamics_derivatives(q, v, t)
+        assert type(got) is tuple and len(got) == 3 and len({id(x) for x in got}) == 3
+        out = tuple(np.empty((n, n)) for _ in range(3))
+        assert robot.forward_dynamics_derivatives(q, v, t, out=out) is out
+        for x, y, z in zip(got, out, ref):
+            np.testing.assert_array_equal(x, z)
+            np.testing.assert_array_equal(y, z)
+        for frame, body in (("space", False), ("body", True)):
+            J = np.empty((6, n))
+            assert E.jacobian_dot(robot._mf, robot._mi, robot._ws, robot._dws, q, v, body, J) == 0
+            np.testing.assert_array_equal(robot.jacobian_time_derivative(q, v, frame), J)
+            o = np.empty((6, n))
+            assert robot.jacobian_time_derivative(q, v, frame, out=o) is o
+            np.testing.assert_array_equal(o, J)
+    bad = q.copy()
+    bad[0] = np.inf
+    fd, jd = robot._c_forward_dynamics_derivatives, robot._c_jacobian_dot_space
+    for args in [(q, v, bad), (q, v), (q, v, list(t)), (q, v, t, *out[:2]), (q, v, t, out[0], out[1], out[2][:, :-1])]:
+        assert fd(*args) is None
+    for args in [(bad, v), (q,), (q, v, np.empty((6, n + 1))), (q, v[:-1]), (q, v, np.empty((6, n)).T.copy().T)]:
+        assert jd(*args) is None
+    # the checked path's errors
+    from manip_core.errors import InputError
+    with pytest.raises(InputError):
+        robot.forward_dynamics_derivatives(q, v, bad)
+    with pytest.raises(InputError):
+        robot.jacobian_time_derivative(bad, v)
+    with pytest.raises(InputError, match="frame"):
+        robot.jacobian_time_derivative(q, v, "world")
+    f, r = robot._c_forward_dynamics_derivatives, robot._c_jacobian_dot_body
+    gc.collect()
+    refs = sys.getrefcount(None)
+    for _ in range(2000):
+        f(q, v, t), f(q, v, bad), r(q, v), r(bad, v)
+    gc.collect()
+    assert abs(sys.getrefcount(None) - refs) < 50
