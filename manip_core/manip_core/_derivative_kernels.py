@@ -27,6 +27,7 @@ from numba import njit, prange
 
 from . import _kernels as K
 from ._layout import BODY_STRIDE, MI_HEADER, MI_STRIDE, O_H, O_I, O_M, WS_STRIDE, W_PABS, W_RABS
+from ._views import view_f64, view_i64
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy", _nrt=True)
 _SINGLE = dict(cache=True, nogil=False, error_model="numpy", _nrt=True)
@@ -655,14 +656,19 @@ def rnea_derivatives_batch(mf, mi, Q, QD, QDD, grav, ftip, dq, dv, M):
     n = Q.shape[0]
     nc = K._chunks(n)
     bad = 0
+    # views without meminfo (manip_core._views): the kernels' slices of mf / ws count no references, and the
+    # threads do not contend for mf's reference count; mf, mi and each chunk's scratch outlive the loop
+    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)
     for c in prange(nc):
-        ws = K.new_ws(mi)
-        dws = new_dws(mi)
+        ws_own = K.new_ws(mi)
+        dws_own = new_dws(mi)
+        ws, dws = view_f64(ws_own.ctypes.data, ws_own.size), view_f64(dws_own.ctypes.data, dws_own.size)
         for k in range(c * n // nc, (c + 1) * n // nc):
             if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(QDD[k])):
                 bad += 1
                 continue
-            rnea_derivatives_into(mf, mi, Q[k], QD[k], QDD[k], grav, ftip, ws, dws, dq[k], dv[k], M[k])
+            rnea_derivatives_into(mfv, miv, Q[k], QD[k], QDD[k], grav, ftip, ws, dws, dq[k], dv[k], M[k])
+        _keep(ws_own, dws_own)
     return bad
 
 
@@ -671,14 +677,23 @@ def forward_dynamics_derivatives_batch(mf, mi, Q, QD, TAU, grav, ftip, dq, dv, m
     n = Q.shape[0]
     nc = K._chunks(n)
     bad = 0
+    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)  # as rnea_derivatives_batch
     for c in prange(nc):
-        ws = K.new_ws(mi)
-        dws = new_dws(mi)
+        ws_own = K.new_ws(mi)
+        dws_own = new_dws(mi)
+        ws, dws = view_f64(ws_own.ctypes.data, ws_own.size), view_f64(dws_own.ctypes.data, dws_own.size)
         for k in range(c * n // nc, (c + 1) * n // nc):
             if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(TAU[k])):
                 bad += 1
                 continue
-            if not forward_dynamics_derivatives_into(mf, mi, Q[k], QD[k], TAU[k], grav, ftip, ws, dws, dq[k],
+            if not forward_dynamics_derivatives_into(mfv, miv, Q[k], QD[k], TAU[k], grav, ftip, ws, dws, dq[k],
                                                      dv[k], minv[k]):
                 bad += 1
+        _keep(ws_own, dws_own)
     return bad
+
+
+@njit(cache=True, _nrt=True)
+def _keep(a, b):
+    """Uses a and b (the scratch behind views) after their last view, so that they are released only here."""
+    return a.size + b.size

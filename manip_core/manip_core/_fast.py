@@ -7,8 +7,8 @@ argument, a numba argument unboxing per array (each makes and frees an NRT memin
   int64 *handle*: the address of a small int64 header array [mf address, mf size, mi address, mi size, ws
   address, ws size, dws address, dws size, gravity address, 1 if every moving body has a mass].
   make_handle() builds it; the header and every array it points to must stay alive while the handle is used
-  (RobotModel and RobotData keep them as attributes). Inside the kernel, _view_f64 / _view_i64 turn an address
-  and a size into an array view (no meminfo, no reference count);
+  (RobotModel and RobotData keep them as attributes). Inside the kernel, _view_f64 / _view_i64 (manip_core._views)
+  turn an address and a size into an array view (no meminfo, no reference count);
 - the functions are compiled with ``_nrt=False``: their array arguments are unboxed without an NRT meminfo
   (~50 ns less per array). The kernels they call set ``_nrt=True`` themselves (_kernels._JIT/_SINGLE,
   _derivative_kernels): numba lets a callee inherit the caller's NRT flag unless it sets its own, and the
@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
-from numba.extending import intrinsic
-from numba.np.arrayobj import populate_array
 
 from . import _derivative_kernels as _DK, _kernels as _K
+from ._views import view_f64 as _view_f64, view_i64 as _view_i64
 
 H_MF, H_MF_N, H_MI, H_MI_N, H_WS, H_WS_N, H_DWS, H_DWS_N, H_G, H_DYN, H_SIZE = range(11)
 
@@ -54,26 +53,6 @@ def make_handle(mf, mi, ws, dws, gravity, has_inertia):
     return hdr, int(hdr.ctypes.data)
 
 
-def _view_intrinsic(dtype, itemsize):
-    arrty = types.Array(dtype, 1, "C")
-
-    @intrinsic
-    def view(typingctx, addr, n):
-        """A 1-D C-contiguous array of n items at address addr (no meminfo: the owner keeps the memory)."""
-        sig = arrty(types.int64, types.int64)
-
-        def codegen(context, builder, signature, args):
-            ary = context.make_array(arrty)(context, builder)
-            data = builder.inttoptr(args[0], context.get_data_type(dtype).as_pointer())
-            size = context.get_constant(types.intp, itemsize)
-            populate_array(ary, data=data, shape=[args[1]], strides=[size], itemsize=size, meminfo=None)
-            return ary._getvalue()
-        return sig, codegen
-    return view
-
-
-_view_f64 = _view_intrinsic(types.float64, 8)
-_view_i64 = _view_intrinsic(types.int64, 8)
 _HOLD = dict(cache=True, nogil=False, error_model="numpy", _nrt=False)
 _FREE = dict(cache=True, nogil=True, error_model="numpy", _nrt=False)
 

@@ -1,0 +1,32 @@
+"""Array views without an NRT meminfo, for numba kernels: ``view_f64(address, n)`` / ``view_i64(address, n)``.
+
+Slicing an array that carries a meminfo costs an (atomic) reference count increment and decrement per slice; the
+kernels slice their model and workspace arrays many times per call, and in a parallel batch every thread
+counts on the same model array. A view made here has no meminfo: its slices count nothing. The owner of the
+memory must keep it alive while the view is used (the caller's arrays stay referenced for the whole call).
+"""
+from numba import types
+from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
+
+
+def _view_intrinsic(dtype, itemsize):
+    arrty = types.Array(dtype, 1, "C")
+
+    @intrinsic
+    def view(typingctx, addr, n):
+        """A 1-D C-contiguous array of n items at address addr (no meminfo: the owner keeps the memory)."""
+        sig = arrty(types.int64, types.int64)
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(arrty)(context, builder)
+            data = builder.inttoptr(args[0], context.get_data_type(dtype).as_pointer())
+            size = context.get_constant(types.intp, itemsize)
+            populate_array(ary, data=data, shape=[args[1]], strides=[size], itemsize=size, meminfo=None)
+            return ary._getvalue()
+        return sig, codegen
+    return view
+
+
+view_f64 = _view_intrinsic(types.float64, 8)
+view_i64 = _view_intrinsic(types.int64, 8)
