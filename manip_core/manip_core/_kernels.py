@@ -12,6 +12,7 @@ from numba import njit, prange
 
 from ._layout import (AXIS_GENERAL, BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O_H, O_I, O_M,
                       O_P, O_R, W_A, W_F, W_PABS, W_PREL, W_RABS, W_RREL, W_V, WS_STRIDE)
+from ._views import view_f64, view_i64
 
 # _nrt=True stated: the kernels make array views (NRT); numba would otherwise compile them with the NRT flag of
 # the first caller that compiles them, and manip_core._fast's callers run without it
@@ -932,14 +933,25 @@ def fk_batch(mf, mi, Q, out):
     n = Q.shape[0]
     nc = _chunks(n)
     bad = 0
+    # views without meminfo (manip_core._views): fk_into's slices of mf count no references, and the threads do
+    # not contend for mf's reference count (mf and mi outlive the loop: the caller holds them)
+    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)
     for c in prange(nc):
-        ws = new_ws(mi)
+        ws_own = new_ws(mi)
+        ws = view_f64(ws_own.ctypes.data, ws_own.size)
         for k in range(c * n // nc, (c + 1) * n // nc):
             if not all_finite(Q[k]):
                 bad += 1
                 continue
-            fk_into(mf, mi, Q[k], ws, out[k])
+            fk_into(mfv, miv, Q[k], ws, out[k])
+        _keep(ws_own)
     return bad
+
+
+@njit(cache=True, _nrt=True)
+def _keep(a):
+    """Uses a (the scratch behind a view) after the view's last use, so that it is released only then."""
+    return a.size
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -948,8 +960,10 @@ def jacobian_batch(mf, mi, Q, body_frame, out):
     nc = _chunks(n)
     nb = mi[0]
     bad = 0
+    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)  # as fk_batch
     for c in prange(nc):
-        ws = new_ws(mi)
+        ws_own = new_ws(mi)
+        ws = view_f64(ws_own.ctypes.data, ws_own.size)
         Js = np.empty((6, mi[1]))
         T = np.empty((4, 4))
         for k in range(c * n // nc, (c + 1) * n // nc):
@@ -957,15 +971,16 @@ def jacobian_batch(mf, mi, Q, body_frame, out):
                 bad += 1
                 continue
             qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
-            to_phys(mf, mi, Q[k], True, qp)
-            rel_transforms(mf, mi, qp, ws)
-            abs_transforms(mi, ws)
+            to_phys(mfv, miv, Q[k], True, qp)
+            rel_transforms(mfv, miv, qp, ws)
+            abs_transforms(miv, ws)
             if body_frame:
-                jacobian_space_into(mf, mi, ws, mi[2], Js)
-                tip_pose(mf, mi, ws, T)
+                jacobian_space_into(mfv, miv, ws, mi[2], Js)
+                tip_pose(mfv, miv, ws, T)
                 space_to_body(T, Js, out[k])
             else:
-                jacobian_space_into(mf, mi, ws, mi[2], out[k])
+                jacobian_space_into(mfv, miv, ws, mi[2], out[k])
+        _keep(ws_own)
     return bad
 
 
@@ -976,11 +991,14 @@ def rnea_batch(mf, mi, Q, QD, QDD, grav, ftip, out):
     n = Q.shape[0]
     nc = _chunks(n)
     bad = 0
+    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)  # as fk_batch
     for c in prange(nc):
-        ws = new_ws(mi)
+        ws_own = new_ws(mi)
+        ws = view_f64(ws_own.ctypes.data, ws_own.size)
         for k in range(c * n // nc, (c + 1) * n // nc):
             if not (all_finite(Q[k]) and all_finite(QD[k]) and all_finite(QDD[k])):
                 bad += 1
                 continue
-            rnea_into(mf, mi, Q[k], QD[k], QDD[k], grav, ftip, ws, out[k])
+            rnea_into(mfv, miv, Q[k], QD[k], QDD[k], grav, ftip, ws, out[k])
+        _keep(ws_own)
     return bad
