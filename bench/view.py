@@ -11,7 +11,9 @@ Windows, one after the other, each ``--seconds`` long:
 3. + a wire client: a page elsewhere as the viewer sees it (``WireClient``, a process of its own at nice +10: it
    receives and decodes viser's websocket windows and renders nothing), first with the arm only (an empty cloud is
    published instead), then with the arm and the cloud: what the viewer delivers and costs with a page open,
-   without a browser rendering on the same CPUs;
+   without a browser rendering on the same CPUs; then 3 pairs of windows a third as long, alternating: the viewer's
+   process stopped (SIGSTOP), then running (arm + cloud to the wire client), so that the machine's other load,
+   which drifts over minutes on a shared machine, weighs on both sides of each pair alike;
 4. + the page at 1280x800, device pixel ratio 1 (headless Chromium, software WebGL: this machine has no GPU),
    arm only, then arm and cloud;
 5. the same at ``?fixedDpr=0.25`` (a sixteenth of the pixels).
@@ -38,6 +40,7 @@ import argparse
 import datetime
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,6 +60,7 @@ RATE_HZ = 250.0
 JOINT_STATES_HZ = 100.0
 CLOUD_HZ = 15.0
 CLOUD_POINTS = 50_000
+PAIRS = 3  # viewer stopped / running window pairs
 TICK_S = os.sysconf("SC_CLK_TCK")
 
 
@@ -220,6 +224,8 @@ def main():
     ap.add_argument("--redraw-rate-hz", type=float, default=None, help="the viewer's redraw_rate_hz (its default)")
     ap.add_argument("--viewer-nice", type=int, default=None,
                     help="the viewer's nice parameter (added to its nice value; default: the node's default)")
+    ap.add_argument("--viewer-param", action="append", default=[], metavar="NAME:=VALUE",
+                    help="another parameter of the viewer node (repeatable), e.g. sched_idle:=true")
     ap.add_argument("--browser-nice", type=int, default=0,
                     help="added to Chromium's nice value (default 0: as a user starts it)")
     ap.add_argument("--no-save", action="store_true")
@@ -299,8 +305,9 @@ def main():
     procs = {"controller": start("manip_control.controller_node", f"rate_hz:={RATE_HZ}", "state_timeout:=1.0")}
     results = {"machine": {"cpus": os.cpu_count()}, "window_s": window, "windows": {}}
     rows_page, rows_ctrl = [], []
+    paired = []  # [(window with the viewer stopped, window with it running)]
 
-    def measure(name, browser=None, wire=None):
+    def measure(name, browser=None, wire=None, seconds=None):
         """One window: jitter, CPU per process, load; the page's counters when a browser shows it (or those of
         the WireClient ``wire``)."""
         groups = {"controller": [procs["controller"].pid]}
@@ -310,12 +317,13 @@ def main():
             groups["chromium"] = tree(browser.pid)
         if wire is not None:
             groups["wire client"] = [wire.pid]
-        print(f"{name}: {window:.0f} s", file=sys.stderr)
+        length = seconds or window
+        print(f"{name}: {length:.0f} s", file=sys.stderr)
         page0 = (page_stats.read(browser, tip_node) if browser is not None
                  else wire.read() if wire is not None else None)
         c0 = {k: cpu_s(v) for k, v in groups.items()}
         own0, w0, n0 = sum(os.times()[:2]), time.monotonic(), len(ticks)
-        time.sleep(window)
+        time.sleep(length)
         n1, wall = len(ticks), time.monotonic() - w0
         c1 = {k: cpu_s(v) for k, v in groups.items()}
         own1 = sum(os.times()[:2])
@@ -368,16 +376,17 @@ def main():
             params.append(f"redraw_rate_hz:={args.redraw_rate_hz}")
         if args.viewer_nice is not None:
             params.append(f"nice:={args.viewer_nice}")
+        params += args.viewer_param
         procs["viewer"] = start("manip_view.viewer_node", *params)
         url = f"http://127.0.0.1:{port}"
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline + 120:
-                    sys.exit("bench/view.py: the viewer's page never came up")
-                time.sleep(0.5)
+        viewer_log = Path(logs) / "viewer_node.log"
+        # Its start-up is over (and its priority lowered) when it logs the page's address: the HTTP server answers
+        # before the page is built.
+        while "page at http" not in viewer_log.read_text(errors="replace"):
+            if time.monotonic() > deadline + 120 or procs["viewer"].poll() is not None:
+                sys.exit(f"bench/view.py: the viewer's page never came up (its log: {viewer_log})")
+            time.sleep(0.5)
+        urllib.request.urlopen(url, timeout=30)
         time.sleep(3.0)
         measure("+ viewer, no page")
         # A page elsewhere (nothing rendered on this machine): what the viewer delivers and costs by itself.
@@ -392,6 +401,18 @@ def main():
             sent["on"] = True
             time.sleep(2.0)
             per_cloud(arm_only, measure("+ wire client, arm + cloud", wire=wire))
+            # Paired windows, alternating, so that a change of the machine's load hits both alike: the viewer's
+            # process stopped (SIGSTOP: it takes no CPU) / running (arm + cloud to the wire client).
+            for k in range(PAIRS):
+                os.kill(procs["viewer"].pid, signal.SIGSTOP)
+                try:
+                    time.sleep(0.5)
+                    paired.append([measure(f"pair {k + 1}: viewer stopped", seconds=window / 3)])
+                finally:
+                    os.kill(procs["viewer"].pid, signal.SIGCONT)
+                time.sleep(1.0)
+                paired[-1].append(measure(f"pair {k + 1}: viewer running, wire client, arm + cloud", wire=wire,
+                                          seconds=window / 3))
         finally:
             wire.close()
         for label, query in (("page 1280x800", ""), ("page 1280x800 ?fixedDpr=0.25", "?fixedDpr=0.25")):
@@ -444,6 +465,9 @@ def main():
              if k.endswith("arm only")]
     costs += [f"{v['viewer_cpu_ms_per_cloud']:.1f} ms per cloud ({k[2:]})" for k, v in page_rows
               if "viewer_cpu_ms_per_cloud" in v]
+    late = [(a["jitter"].get("late_over_2x", 0), b["jitter"].get("late_over_2x", 0)) for a, b in paired]
+    p99 = [(a["jitter"].get("abs_dev_p99_ms", 0), b["jitter"].get("abs_dev_p99_ms", 0)) for a, b in paired]
+    results["paired"] = {"late_over_2x": late, "abs_dev_p99_ms": p99}
     summary = [
         f"- Updates that reached the page (the target): {'; '.join(verdicts)}.",
         "- Drawn by headless Chromium's software WebGL on this machine: the 'shown' columns (bounded by the renderer, "
@@ -451,14 +475,19 @@ def main():
         f"- The viewer's CPU: {'; '.join(costs)}.",
         f"- Controller alone vs with the viewer (no page): p99 |period - 4 ms| {alone.get('abs_dev_p99_ms', 0):.3f} "
         f"vs {viewer.get('abs_dev_p99_ms', 0):.3f} ms, ticks > 2 periods {alone.get('late_over_2x', 0)} vs "
-        f"{viewer.get('late_over_2x', 0)} per {window:.0f} s; the page rows add Chromium's rendering on the same CPUs."]
+        f"{viewer.get('late_over_2x', 0)} per {window:.0f} s; the page rows add Chromium's rendering on the same CPUs.",
+        f"- Paired windows of {window / 3:.0f} s, alternating (viewer stopped, then running with the wire client and "
+        f"the cloud): ticks > 2 periods {', '.join(f'{a} vs {b}' for a, b in late)}; p99 |period - 4 ms| "
+        f"{', '.join(f'{a:.2f} vs {b:.2f}' for a, b in p99)} ms."]
     table = "\n".join([
         f"# manip_view speed ({datetime.datetime.now():%Y-%m-%d %H:%M}, {os.cpu_count()} CPUs, load average "
         f"{results['load_before']:.1f} before / {results['load_after']:.1f} after)", "",
         f"Published by the bench: joint_states {JOINT_STATES_HZ:.0f} Hz (every joint moving), a "
         f"{CLOUD_POINTS:,}-point cloud {CLOUD_HZ:.0f} Hz (an empty one in the arm-only windows); the viewer's "
         f"redraw_rate_hz: {rate}, its nice parameter: "
-        f"{'default' if args.viewer_nice is None else args.viewer_nice}, Chromium's nice +{args.browser_nice} "
+        f"{'default' if args.viewer_nice is None else args.viewer_nice}"
+        + (f", its other parameters: {' '.join(args.viewer_param)}" if args.viewer_param else "")
+        + f", Chromium's nice +{args.browser_nice} "
         f"(this process's nice value: {os.nice(0)}). Windows of {window:.0f} s.", "", *summary, "",
         "In the page (wire client: a page elsewhere, nothing drawn; or headless Chromium, software WebGL: no GPU "
         "here), per second of the page's clock. Received: what reached the page from the viewer; shown: drawn frames "

@@ -69,15 +69,19 @@ def _seconds(d):
     return d.sec + 1e-9 * d.nanosec
 
 
-def _lower_priority(by):
+def _lower_priority(by, idle=False):
     """Add ``by`` to the nice value of every thread of this process (on Linux nice is per thread; threads started
-    later inherit their creator's); the new nice value of this thread."""
+    later inherit their creator's) and, with ``idle``, put each under SCHED_IDLE (it runs only on CPU time no other
+    thread wants, and a waking thread of another policy preempts it at once); the new nice value of this thread."""
     import os
 
     for tid in os.listdir("/proc/self/task"):
         try:
             t = int(tid)
-            os.setpriority(os.PRIO_PROCESS, t, min(19, os.getpriority(os.PRIO_PROCESS, t) + by))
+            if by:
+                os.setpriority(os.PRIO_PROCESS, t, min(19, os.getpriority(os.PRIO_PROCESS, t) + by))
+            if idle:
+                os.sched_setscheduler(t, os.SCHED_IDLE, os.sched_param(0))
         except (OSError, ValueError):  # a thread that ended meanwhile
             pass
     return os.getpriority(os.PRIO_PROCESS, 0)
@@ -135,6 +139,9 @@ class Viewer(Node):
                                                       "is up (10: on a busy machine the control loop goes first, on "
                                                       "an idle one the viewer still gets the idle CPU; 0: unchanged)"
                                       )).value)
+        self._sched_idle = bool(p("sched_idle", False, d(description="once its page is up, every thread of the viewer "
+                                                                     "under SCHED_IDLE (Linux): only CPU time that no "
+                                                                     "other process wants")).value)
         group = ReentrantCallbackGroup()
         self._pub = self.create_publisher(JointTrajectory, n["trajectory_topic"], 10)
         self._ik = self.create_client(ComputeIK, n["ik_service"], callback_group=group)
@@ -194,10 +201,12 @@ class Viewer(Node):
                                     on_target=self.send_target, on_stop=self.stop)
         self.panels = Panels(self.viewer, solve_ik=self.solve_ik, plan=self.plan, execute=self.execute,
                              pick_place=self.pick_place, max_cloud_points=self.max_cloud_points)
-        if self._nice:  # once, after the start-up (imports, model, page: a few CPU s that a low priority would stretch)
-            self.get_logger().info(f"nice value {_lower_priority(self._nice)}: the viewer yields the CPU to the "
-                                   "control loop")
-            self._nice = 0
+        if self._nice or self._sched_idle:  # once, after the start-up (imports, model, page: a few CPU s that a low
+            # priority would stretch)
+            nice = _lower_priority(self._nice, self._sched_idle)
+            self.get_logger().info(f"nice value {nice}{', SCHED_IDLE' if self._sched_idle else ''}: the viewer yields "
+                                   "the CPU to the control loop")
+            self._nice, self._sched_idle = 0, False
         self.get_logger().info(f"{model.name}: page at {self.viewer.url}")
 
     @property

@@ -102,7 +102,8 @@ def test_viewer_node_bad_redraw_rate_one_fatal_line_exit_2():
 
 
 def test_viewer_node_nice_parameter_lowers_every_thread():
-    """nice:=3 adds 3 to the nice value of every thread of the viewer's process (Linux: nice is per thread)."""
+    """nice:=3 adds 3 to the nice value of every thread of the viewer's process (Linux: nice is per thread), and
+    sched_idle:=true puts every thread under SCHED_IDLE, once the page is up."""
     import os
     import random
 
@@ -110,7 +111,8 @@ def test_viewer_node_nice_parameter_lowers_every_thread():
 
     env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     p = subprocess.Popen([sys.executable, "-m", "manip_view.viewer_node", "--ros-args", "-p",
-                          f"urdf_path:={robot_path('ur5')}", "-p", f"port:={free_port()}", "-p", "nice:=3"],
+                          f"urdf_path:={robot_path('ur5')}", "-p", f"port:={free_port()}", "-p", "nice:=3",
+                          "-p", "sched_idle:=true"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         line, deadline = "", time.monotonic() + 120
@@ -118,13 +120,15 @@ def test_viewer_node_nice_parameter_lowers_every_thread():
             line = p.stdout.readline()
         assert "page at http" in line, line
         expected = min(19, os.nice(0) + 3)
-        values = {}
+        values, policies = {}, {}
         for tid in os.listdir(f"/proc/{p.pid}/task"):
             try:
                 values[tid] = int(open(f"/proc/{p.pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()[16])
+                policies[tid] = os.sched_getscheduler(int(tid))
             except OSError:  # a thread that ended meanwhile
                 pass
         assert len(values) > 3 and set(values.values()) == {expected}, values
+        assert set(policies.values()) == {os.SCHED_IDLE}, policies
     finally:
         p.terminate()
         p.wait(30)
