@@ -612,7 +612,7 @@ def rnea_derivatives(mf, mi, ws, dws, q, qd, qdd, grav, ftip, dq, dv, M):
     if not (K.all_finite(q) and K.all_finite(qd) and K.all_finite(qdd) and K.all_finite(grav)
             and K.all_finite(ftip)):
         return 1
-    rnea_derivatives_into(mf, mi, q, qd, qdd, grav, ftip, ws, dws, dq, dv, M)
+    rnea_derivatives_into(K._vf(mf), K._vi(mi), q, qd, qdd, grav, ftip, K._vf(ws), K._vf(dws), dq, dv, M)
     return 0
 
 
@@ -621,7 +621,8 @@ def forward_dynamics_derivatives(mf, mi, ws, dws, q, qd, tau, grav, ftip, dq, dv
     if not (K.all_finite(q) and K.all_finite(qd) and K.all_finite(tau) and K.all_finite(grav)
             and K.all_finite(ftip)):
         return 1
-    if not forward_dynamics_derivatives_into(mf, mi, q, qd, tau, grav, ftip, ws, dws, dq, dv, minv):
+    if not forward_dynamics_derivatives_into(K._vf(mf), K._vi(mi), q, qd, tau, grav, ftip, K._vf(ws), K._vf(dws),
+                                             dq, dv, minv):
         return 2
     return 0
 
@@ -630,7 +631,7 @@ def forward_dynamics_derivatives(mf, mi, ws, dws, q, qd, tau, grav, ftip, dq, dv
 def jacobian_dot(mf, mi, ws, dws, q, qd, body_frame, out):
     if not (K.all_finite(q) and K.all_finite(qd)):
         return 1
-    jacobian_dot_into(mf, mi, q, qd, body_frame, ws, dws, out)
+    jacobian_dot_into(K._vf(mf), K._vi(mi), q, qd, body_frame, K._vf(ws), K._vf(dws), out)
     return 0
 
 

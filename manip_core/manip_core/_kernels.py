@@ -311,19 +311,32 @@ def fk_into(mf, mi, q, ws, out):
     out[3, 3] = 1.0
 
 
+@njit(inline="always", cache=True, _nrt=True)
+def _vf(x):
+    """x as a view without meminfo (manip_core._views): the kernels' slices of it count no references. Only for
+    arrays the caller holds for the whole call (the entry points' arguments)."""
+    return view_f64(x.ctypes.data, x.size)
+
+
+@njit(inline="always", cache=True, _nrt=True)
+def _vi(x):
+    return view_i64(x.ctypes.data, x.size)
+
+
 @njit(**_SINGLE)
 def fk(mf, mi, ws, q, out):
     if not all_finite(q):
         return 1
-    fk_into(mf, mi, q, ws, out)
+    fk_into(_vf(mf), _vi(mi), q, _vf(ws), out)
     return 0
 
 
 @njit(**_SINGLE)
-def fk_frame(mf, mi, ws, q, body, off, out):
+def fk_frame(mf_, mi_, ws_, q, body, off, out):
     """Pose of a frame rigidly attached to ``body`` at offset ``off`` (4, 4)."""
     if not all_finite(q):
         return 1
+    mf, mi, ws = _vf(mf_), _vi(mi_), _vf(ws_)
     nb = mi[0]
     qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
     to_phys(mf, mi, q, True, qp)
@@ -393,9 +406,10 @@ def jacobian_space_into(mf, mi, ws, body, out):
 
 
 @njit(**_SINGLE)
-def jacobian_space(mf, mi, ws, q, out):
+def jacobian_space(mf_, mi_, ws_, q, out):
     if not all_finite(q):
         return 1
+    mf, mi, ws = _vf(mf_), _vi(mi_), _vf(ws_)
     nb = mi[0]
     qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
     to_phys(mf, mi, q, True, qp)
@@ -420,9 +434,10 @@ def space_to_body(T, Js, out):
 
 
 @njit(**_SINGLE)
-def jacobian_body(mf, mi, ws, q, out):
+def jacobian_body(mf_, mi_, ws_, q, out):
     if not all_finite(q):
         return 1
+    mf, mi, ws = _vf(mf_), _vi(mi_), _vf(ws_)
     nb = mi[0]
     qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
     to_phys(mf, mi, q, True, qp)
@@ -675,7 +690,7 @@ def rnea_into(mf, mi, q, qd, qdd, grav, ftip, ws, tau):
 def rnea(mf, mi, ws, q, qd, qdd, grav, ftip, tau):
     if not (all_finite(q) and all_finite(qd) and all_finite(qdd) and all_finite(grav) and all_finite(ftip)):
         return 1
-    rnea_into(mf, mi, q, qd, qdd, grav, ftip, ws, tau)
+    rnea_into(_vf(mf), _vi(mi), q, qd, qdd, grav, ftip, _vf(ws), tau)
     return 0
 
 
@@ -828,7 +843,7 @@ def _zero_unrelated(mi, M):
 def mass_matrix(mf, mi, ws, q, M):
     if not all_finite(q):
         return 1
-    crba_into(mf, mi, q, ws, M)
+    crba_into(_vf(mf), _vi(mi), q, _vf(ws), M)
     return 0
 
 
@@ -885,7 +900,7 @@ def forward_dynamics_into(mf, mi, q, qd, tau, grav, ftip, ws, qdd):
 def forward_dynamics(mf, mi, ws, q, qd, tau, grav, ftip, qdd):
     if not (all_finite(q) and all_finite(qd) and all_finite(tau) and all_finite(grav) and all_finite(ftip)):
         return 1
-    if not forward_dynamics_into(mf, mi, q, qd, tau, grav, ftip, ws, qdd):
+    if not forward_dynamics_into(_vf(mf), _vi(mi), q, qd, tau, grav, ftip, _vf(ws), qdd):
         return 2
     return 0
 
