@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 import numpy as np
 
@@ -33,14 +32,10 @@ PLOT_COLOURS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0"
 
 
 class Worker:
-    """One background thread running the newest submitted job (older pending ones are dropped: no queue grows).
+    """One background thread running the newest submitted job (older pending ones are dropped: no queue grows)."""
 
-    ``min_period_s`` > 0 starts jobs at most once per period, on a fixed cadence (a job submitted between two
-    starts waits for the next one, and only the newest of those runs): a 100 Hz stream drawn at 1/min_period_s."""
-
-    def __init__(self, name, min_period_s=0.0):
+    def __init__(self, name):
         self._job, self._cv, self._stop = None, threading.Condition(), False
-        self._period_s = float(min_period_s)
         self.started = 0    # jobs run so far
         self.dropped = 0    # jobs replaced by a newer one before they ran
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -54,27 +49,15 @@ class Worker:
             self._cv.notify()
 
     def _run(self):
-        next_s = 0.0  # monotonic time of the next allowed start
         while True:
             with self._cv:
-                while not self._stop:
-                    if self._job is None:
-                        self._cv.wait()
-                        continue
-                    wait_s = next_s - time.monotonic()
-                    if wait_s <= 0:
-                        break
-                    self._cv.wait(wait_s)
+                while self._job is None and not self._stop:
+                    self._cv.wait()
                 if self._stop:
                     return
                 fn, args = self._job
                 self._job = None
                 self.started += 1
-            if self._period_s > 0:
-                # The cadence, not this start, sets the next slot: a start late by less than a period does not
-                # lower the rate; after a pause (no job for a period or more) the cadence starts anew.
-                now = time.monotonic()
-                next_s = (next_s if now - next_s < self._period_s else now) + self._period_s
             try:
                 fn(*args)
             except Exception:  # noqa: BLE001 - a failed job is logged; the page stays up

@@ -6,8 +6,8 @@ The robot comes from the usual parameters / the ``robot_description`` topic (man
 address) draws the arm at the newest ``joint_states`` (taken ``redraw_rate_hz`` times a second on a fixed cadence from
 a subscription no executor spins, manip_view.polled: nothing queues, a pose already drawn is not sent again, the
 readout at most ``readout_rate_hz``), the planner's published tip path (``planned_path``), the perceived
-``obstacles``, the stereo point cloud (decimated to ``max_cloud_points``, moved into the base frame with /tf_static
-and /tf; the newest cloud, as fast as one is decoded), the left image and the controller's tracking error
+``obstacles``, the stereo point cloud (decimated to ``max_cloud_points``, placed in the base frame with /tf_static
+and /tf; the newest cloud, taken ``redraw_rate_hz`` times a second), the left image and the controller's tracking error
 (commanded minus actual positions from its controller_state).
 
 Commands, each through the same validated interface any client uses:
