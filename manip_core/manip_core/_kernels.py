@@ -453,80 +453,10 @@ def jacobian_body(mf_, mi_, ws_, q, out):
 
 
 # ----------------------------------------------------------------------------------------------- dynamics
-@njit(**_JIT)
-def _motion_to_child(ws, wi, src, dst):
-    """dst = Ad_{T_rel^-1} src: a twist in the parent frame expressed in child i's frame.
-
-    omega' = R^T omega, v' = R^T (v + omega x p) with (R, p) = T_rel of the child.
-    """
-    R = ws[wi + W_RREL:wi + W_RREL + 9]
-    p = ws[wi + W_PREL:wi + W_PREL + 3]
-    w0, w1, w2 = src[0], src[1], src[2]
-    u0 = src[3] + w1 * p[2] - w2 * p[1]
-    u1 = src[4] + w2 * p[0] - w0 * p[2]
-    u2 = src[5] + w0 * p[1] - w1 * p[0]
-    for r in range(3):
-        dst[r] = R[r] * w0 + R[3 + r] * w1 + R[6 + r] * w2
-        dst[3 + r] = R[r] * u0 + R[3 + r] * u1 + R[6 + r] * u2
-
-
-@njit(**_JIT)
-def _force_to_parent(ws, wi, src, dst):
-    """dst += Ad_{T_rel^-1}^T src: a wrench on child i expressed in the parent frame.
-
-    m' = R m + p x (R f), f' = R f.
-    """
-    R = ws[wi + W_RREL:wi + W_RREL + 9]
-    p = ws[wi + W_PREL:wi + W_PREL + 3]
-    m0 = R[0] * src[0] + R[1] * src[1] + R[2] * src[2]
-    m1 = R[3] * src[0] + R[4] * src[1] + R[5] * src[2]
-    m2 = R[6] * src[0] + R[7] * src[1] + R[8] * src[2]
-    f0 = R[0] * src[3] + R[1] * src[4] + R[2] * src[5]
-    f1 = R[3] * src[3] + R[4] * src[4] + R[5] * src[5]
-    f2 = R[6] * src[3] + R[7] * src[4] + R[8] * src[5]
-    dst[0] += m0 + p[1] * f2 - p[2] * f1
-    dst[1] += m1 + p[2] * f0 - p[0] * f2
-    dst[2] += m2 + p[0] * f1 - p[1] * f0
-    dst[3] += f0
-    dst[4] += f1
-    dst[5] += f2
-
-
-@njit(**_JIT)
-def _inertia_times(m, h, I, x, out):
-    """out = G x for G = [[Ibar, [h]], [[h]^T, m]]: [Ibar w + h x v; m v - h x w]."""
-    w0, w1, w2, v0, v1, v2 = x[0], x[1], x[2], x[3], x[4], x[5]
-    out[0] = I[0] * w0 + I[1] * w1 + I[2] * w2 + h[1] * v2 - h[2] * v1
-    out[1] = I[3] * w0 + I[4] * w1 + I[5] * w2 + h[2] * v0 - h[0] * v2
-    out[2] = I[6] * w0 + I[7] * w1 + I[8] * w2 + h[0] * v1 - h[1] * v0
-    out[3] = m * v0 - (h[1] * w2 - h[2] * w1)
-    out[4] = m * v1 - (h[2] * w0 - h[0] * w2)
-    out[5] = m * v2 - (h[0] * w1 - h[1] * w0)
-
-
-@njit(**_JIT)
-def _joint_motion(mf, mi, i, out):
-    """S_i in body i's frame: [axis; 0] (revolute) or [0; axis] (prismatic)."""
-    b = i * BODY_STRIDE
-    if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
-        out[0] = 0.0
-        out[1] = 0.0
-        out[2] = 0.0
-        out[3] = mf[b + O_AX]
-        out[4] = mf[b + O_AX + 1]
-        out[5] = mf[b + O_AX + 2]
-    else:
-        out[0] = mf[b + O_AX]
-        out[1] = mf[b + O_AX + 1]
-        out[2] = mf[b + O_AX + 2]
-        out[3] = 0.0
-        out[4] = 0.0
-        out[5] = 0.0
-
-
 @njit(inline="always", cache=True, _nrt=True)
 def _motion_to_child_s(ws, wi, w0, w1, w2, v0, v1, v2):
-    """_motion_to_child on scalars: Ad_{T_rel^-1} [w; v] in child i's frame, R^T w and R^T (v + w x p)."""
+    """A twist [w; v] in the parent's frame expressed in child i's frame: Ad_{T_rel^-1} [w; v] =
+    [R^T w; R^T (v + w x p)] with (R, p) = T_rel of the child (in ws at wi)."""
     o = wi + W_RREL  # indices into ws (no slices: a slice's bounds logic costs more than these products)
     r0, r1, r2, r3, r4, r5, r6, r7, r8 = (ws[o], ws[o + 1], ws[o + 2], ws[o + 3], ws[o + 4], ws[o + 5], ws[o + 6],
                                           ws[o + 7], ws[o + 8])
@@ -541,7 +471,7 @@ def _motion_to_child_s(ws, wi, w0, w1, w2, v0, v1, v2):
 
 @njit(inline="always", cache=True, _nrt=True)
 def _force_to_parent_s(ws, wi, f0, f1, f2, f3, f4, f5):
-    """_force_to_parent on scalars: Ad_{T_rel^-1}^T [m; f] of child i in its parent's frame, [R m + p x R f; R f]."""
+    """A wrench [m; f] on child i expressed in its parent's frame: Ad_{T_rel^-1}^T [m; f] = [R m + p x R f; R f]."""
     o = wi + W_RREL
     r0, r1, r2, r3, r4, r5, r6, r7, r8 = (ws[o], ws[o + 1], ws[o + 2], ws[o + 3], ws[o + 4], ws[o + 5], ws[o + 6],
                                           ws[o + 7], ws[o + 8])
@@ -557,7 +487,7 @@ def _force_to_parent_s(ws, wi, f0, f1, f2, f3, f4, f5):
 
 @njit(inline="always", cache=True, _nrt=True)
 def _inertia_times_s(x, o, w0, w1, w2, v0, v1, v2):
-    """_inertia_times on scalars: G [w; v] = [Ibar w + h x v; m v - h x w] with m, h (3), Ibar (9) at x[o:o + 13]."""
+    """G [w; v] = [Ibar w + h x v; m v - h x w] for the spatial inertia G with m, h (3), Ibar (9) at x[o:o + 13]."""
     m, h0, h1, h2 = x[o], x[o + 1], x[o + 2], x[o + 3]
     i = o + 4
     return (x[i] * w0 + x[i + 1] * w1 + x[i + 2] * w2 + h1 * v2 - h2 * v1,
@@ -588,7 +518,7 @@ def rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, tau_p):
             pv0, pv1, pv2 = ws[wp + W_V + 3], ws[wp + W_V + 4], ws[wp + W_V + 5]
             qw0, qw1, qw2 = ws[wp + W_A], ws[wp + W_A + 1], ws[wp + W_A + 2]
             qv0, qv1, qv2 = ws[wp + W_A + 3], ws[wp + W_A + 4], ws[wp + W_A + 5]
-        # V = Ad_{T_rel^-1} V_parent + S qd, A = Ad_{T_rel^-1} A_parent + ad_V (S qd) + S qdd (_motion_to_child)
+        # V = Ad_{T_rel^-1} V_parent + S qd, A = Ad_{T_rel^-1} A_parent + ad_V (S qd) + S qdd (_motion_to_child_s)
         w0, w1, w2, v0, v1, v2 = _motion_to_child_s(ws, w, pw0, pw1, pw2, pv0, pv1, pv2)
         a0, a1, a2, a3, a4, a5 = _motion_to_child_s(ws, w, qw0, qw1, qw2, qv0, qv1, qv2)
         ax0, ax1, ax2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
@@ -612,7 +542,7 @@ def rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, tau_p):
         a3 += v1 * sw2 - v2 * sw1 + w1 * sv2 - w2 * sv1 + s3 * qdd
         a4 += v2 * sw0 - v0 * sw2 + w2 * sv0 - w0 * sv2 + s4 * qdd
         a5 += v0 * sw1 - v1 * sw0 + w0 * sv1 - w1 * sv0 + s5 * qdd
-        # F = G A - ad_V^T (G V), G V = gv (_inertia_times); - ad_V^T gv = [w x gm + v x gf; w x gf]
+        # F = G A - ad_V^T (G V), G V = gv (_inertia_times_s); - ad_V^T gv = [w x gm + v x gf; w x gf]
         f0, f1, f2, f3, f4, f5 = _inertia_times_s(mf, b + O_M, a0, a1, a2, a3, a4, a5)
         g0, g1, g2, g3, g4, g5 = _inertia_times_s(mf, b + O_M, w0, w1, w2, v0, v1, v2)
         ws[w + W_V] = w0
@@ -776,7 +706,7 @@ def crba_into(mf, mi, q, ws, M, rel_done=False):
             s0, s1, s2, s3, s4, s5 = 0.0, 0.0, 0.0, ax0, ax1, ax2
         else:
             s0, s1, s2, s3, s4, s5 = ax0, ax1, ax2, 0.0, 0.0, 0.0
-        # F = I_composite S (_inertia_times), M_ii = S^T F
+        # F = I_composite S (_inertia_times_s), M_ii = S^T F
         f0, f1, f2, f3, f4, f5 = _inertia_times_s(ws, o_comp + 13 * i, s0, s1, s2, s3, s4, s5)
         Mp[i, i] = s0 * f0 + s1 * f1 + s2 * f2 + s3 * f3 + s4 * f4 + s5 * f5
         j = i
