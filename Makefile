@@ -4,8 +4,6 @@ SHELL := /bin/bash
 
 VENV   := .venv
 PYTHON := $(VENV)/bin/python
-# Written by scripts/setup.sh when a setup completed (and removed while one is in progress).
-SETUP_OK := $(VENV)/.manip-setup/verified
 # Extra arguments for pytest, e.g. make test PYTEST_ARGS='-x -k planner'
 PYTEST_ARGS ?=
 # Tests marked slow (long soak/benchmark-like runs) are left to `make test-all`.
@@ -23,9 +21,10 @@ setup:
 $(PYTHON):
 	scripts/setup.sh
 
-# The venv exists but a setup never completed in it (interrupted, or made by hand): finish it.
+# Every run brings the venv up to date: setup.sh redoes only the steps whose inputs changed (after a git pull: new
+# requirements, messages, or kernels whose numba cache would be stale) and takes under a second when nothing did.
 define ensure_setup
-	@test -f $(SETUP_OK) || scripts/setup.sh
+	@scripts/setup.sh
 endef
 
 test: $(PYTHON)
