@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from results_io import save_results  # noqa: E402
+from results_io import cpu_model, save_results  # noqa: E402
 ROOT = HERE.parent
 try:  # until manip_core is installed (editable), use the source tree
     import manip_core  # noqa: F401
@@ -69,14 +69,7 @@ def log(msg):
 
 # ============================================================================================ machine
 def machine_info():
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
 
     def ver(dist):
         try:

@@ -38,7 +38,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 for pkg in ("manip_core", "manip_planning"):
     sys.path.insert(1, str(ROOT / pkg))
-from results_io import scheduling_note  # noqa: E402
+from results_io import cpu_model, scheduling_note  # noqa: E402
 
 MBM = ROOT / "manip_planning" / "test" / "data" / "mbm"
 SCENES = {"panda": ["cage_panda/scene0001.yaml", "bookshelf_thin_panda/scene0001.yaml",
@@ -75,14 +75,7 @@ def environment():
         name, cc = (d.name.decode() if isinstance(d.name, bytes) else str(d.name)), list(d.compute_capability)
     else:  # the CUDA simulator
         name, cc = "CUDA simulator", [0, 0]
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     try:
         from importlib.metadata import version
         nc = version("numba-cuda")

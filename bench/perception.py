@@ -38,7 +38,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from results_io import save_results  # noqa: E402
+from results_io import cpu_model, save_results  # noqa: E402
 
 for pkg in ('manip_perception', 'manip_core', 'manip_sim'):
     try:
@@ -85,14 +85,7 @@ def former_obstacles_module():
 
 
 def machine_info():
-    cpu = platform.processor()
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                cpu = line.split(':', 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
 
     def ver(d):
         try:

@@ -22,7 +22,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -38,7 +37,7 @@ for p in (ROOT / "manip_core", ROOT / "manip_planning", HERE):
 from manip_planning.plan_bench import main as plan_bench_main, model_for_joints  # noqa: E402
 from manip_planning.planning_scene import PlanningScene  # noqa: E402
 from manip_planning.robot_collision import CollisionChecker  # noqa: E402
-from results_io import save_results  # noqa: E402
+from results_io import cpu_model, save_results  # noqa: E402
 
 VAMP = {"ur5": dict(valid=689, solved=689, median_ms=0.21, p95_ms=1.0),
         "panda": dict(valid=699, solved=699, median_ms=0.21, p95_ms=0.86)}
@@ -241,8 +240,7 @@ def main(argv=None):
         sys.stderr.write(f"bench/planning.py: error: {mbm}/problems not found (pass --mbm)\n")
         return 2
     when = dt.datetime.now()
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())
+    cpu = cpu_model()
     meta = dict(when=when.strftime("%Y-%m-%d %H:%M"), cpu=cpu, cores=os.cpu_count(),
                 load_start=round(os.getloadavg()[0], 2), time_limit=a.time_limit, seed=a.seed, quick=a.quick)
     results = {r: run_robot(mbm, r, a) for r in a.robots}

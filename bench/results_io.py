@@ -1,6 +1,7 @@
 """Writing a benchmark's table and raw numbers to bench/results/ (shared by core.py and graph.py)."""
 import json
 import os
+import platform
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -42,3 +43,14 @@ def scheduling_note():
             "note": f"Scheduling: this process ran at nice {niceness} with autogroup scheduling off, ahead of the "
                     "other jobs counted in the load average (they ran at nice >= 0), so its wall times approach a "
                     "quiet machine's; the load average is not the load this process saw."}
+
+
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo (platform.processor() where there is none)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
