@@ -4,7 +4,8 @@ Scene tree: ``/plan/tool_path`` (green line of the tip), ``/plan/ghost_<k>`` (gr
 ``/planned_path`` (the planner's published tip path, other clients' plans), ``/obstacles/<k>`` (magenta boxes),
 ``/cloud`` (the point cloud in the base frame), ``/goal`` (the 6-DOF goal gizmo) and ``/ik/<k>`` (a cyan stick
 arm per IK branch of the goal). GUI: the goal's IK branches, Plan / Execute (with a confirmation) / pick-and-place
-form when the callbacks are given, the plan's time scaling and the tracking error as plots, the left image.
+form when the callbacks are given, the plan's time scaling and the tracking error as plots, the left image, and
+the Analysis folder (reach shell and singularity map: manip_view.analysis_panel).
 
 The callbacks (``solve_ik(T, q_seed) -> IKBranches``, ``plan(q_goal, avoid_obstacles) -> (PlanView | None, text)``,
 ``execute() -> text``, ``pick_place(dict) -> text``) are plain functions: offline they are manip_core calls, live
@@ -19,6 +20,7 @@ import numpy as np
 
 from manip_core.spatial import matrix_to_rpy
 
+from .analysis_panel import AnalysisPanel
 from .overlays import stick_segments
 
 log = logging.getLogger(__name__)
@@ -130,6 +132,7 @@ class Panels:
                 run = s.gui.add_button("Run pick and place", color="orange")
                 run.on_click(lambda _: self._worker.submit(self._do_pick_place))
                 self.pp_md = s.gui.add_markdown("")
+        self.analysis = AnalysisPanel(s, self.scene.robot, point_size_m=max(0.004, 0.015 * reach))
         self._plots = s.gui.add_folder("Plots and camera")
         # The cloud (its worker), the image and the tracking plot (the executor) and the plan (the jobs' worker) add
         # their first element to this folder from different threads: viser's folder context admits one at a time.
