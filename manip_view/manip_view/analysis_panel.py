@@ -19,7 +19,7 @@ from . import analysis_layers
 log = logging.getLogger(__name__)
 
 REACH_SAMPLES = 200_000
-SINGULARITY_ARGS = dict(plane="xz", cells=8, levels=2)
+SINGULARITY_ARGS = dict(plane=None, cells=8, levels=2)  # None: the arm's own plane if planar, else xz
 
 
 def compute_reach_shell(robot):
@@ -46,7 +46,7 @@ class AnalysisPanel:
         self.status = {}     # name -> markdown handle
         self.threads = {}    # name -> the thread of the last computation started
         jobs = {"reach_shell": ("Reach shell", compute_reach_shell),
-                "singularity_map": ("Singularity map (xz plane)", compute_singularity_map)}
+                "singularity_map": ("Singularity map", compute_singularity_map)}
         self.buttons = {}
         with server.gui.add_folder("Analysis", expand_by_default=False):
             for name, (label, fn) in jobs.items():

@@ -169,3 +169,31 @@ def test_page_buttons_compute_and_show_the_reach_shell_and_the_singularity_map(c
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@pytest.mark.parametrize("name", ["ur5", "ypp3", "planar2r", "arm3"])
+def test_both_layers_on_every_bundled_robot_lie_within_the_fk_reach(name):
+    """The panel's own computations (its arguments) on each bundled robot: the shell and the map's nodes lie no
+    farther from the base than the farthest FK tip sample (plus a voxel diagonal / a finest cell), the map's nodes
+    on its plane; for the planar 2R that plane holds its FK tips (the arm's own plane, not a fixed xz)."""
+    from manip_view.analysis_panel import SINGULARITY_ARGS, compute_reach_shell, compute_singularity_map
+
+    robot, _ = load_robot(name)
+    rng = np.random.default_rng(2)
+    lo = np.where(np.isfinite(robot.joint_lower), robot.joint_lower, -np.pi)
+    hi = np.where(np.isfinite(robot.joint_upper), robot.joint_upper, np.pi)
+    tips = np.array([robot.fk(q)[:3, 3] for q in rng.uniform(lo, hi, (5000, robot.dof))])
+    r_fk = np.linalg.norm(tips, axis=1).max()
+    shell, cols, _ = compute_reach_shell(robot)
+    assert len(shell) == len(cols) > 50
+    est = estimate_workspace(robot, samples=200_000, seed=0)
+    assert np.linalg.norm(shell, axis=1).max() <= r_fk + np.sqrt(3) * est.voxel_m
+    nodes, cols, _ = compute_singularity_map(robot)
+    m = singularity_map(robot, **SINGULARITY_ARGS)
+    normal = np.cross(m.axis_u, m.axis_v)
+    assert len(nodes) == len(cols) > 50
+    np.testing.assert_allclose((nodes - m.origin) @ normal, 0.0, atol=1e-6)
+    cell = (m.u_range[1] - m.u_range[0]) / (m.cells << m.levels)
+    assert np.linalg.norm(nodes, axis=1).max() <= r_fk + 2 * cell
+    if name == "planar2r":
+        np.testing.assert_allclose((tips - m.origin) @ normal, 0.0, atol=1e-9)
