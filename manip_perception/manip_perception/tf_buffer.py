@@ -116,6 +116,18 @@ class TransformBuffer:
         raise TransformError(f"no transform chain between '{target}' and '{source}' (known frames: "
                              f"{', '.join(known) if known else 'none'})")
 
+    def poses_in(self, target):
+        """{frame: (4, 4) mapping that frame's coordinates to ``target``'s} for every known frame connected to
+        ``target`` (target itself included, as the identity); frames of other trees are left out."""
+        target = _name(target)
+        out = {}
+        for f in self.frames() | {target}:
+            try:
+                out[f] = self.lookup(target, f)
+            except TransformError:
+                continue
+        return out
+
     def can_transform(self, target, source):
         try:
             self.lookup(target, source)

@@ -73,3 +73,23 @@ def test_missing_and_invalid():
     buf.set_transform('a', 'b', np.eye(4), static=True)  # b's parent is a, a's parent is b: a loop
     with pytest.raises(TransformError, match='loop'):
         buf.lookup('a', 'world')
+
+
+def test_poses_in_holds_every_connected_frame_and_no_other():
+    rng = np.random.default_rng(3)
+    T_base_mount = _T(rng.normal(size=3), rng.normal(size=3))
+    T_mount_cam = _T(rng.normal(size=3), rng.normal(size=3))
+    T_base_tool = _T(rng.normal(size=3), rng.normal(size=3))
+    buf = TransformBuffer()
+    buf.add_message(SimpleNamespace(transforms=[_msg('base_link', 'mount', T_base_mount),
+                                                _msg('mount', 'camera', T_mount_cam),
+                                                _msg('map', 'odom', _T([0, 0, 1], [1, 2, 3]))]), static=True)
+    buf.add_message(SimpleNamespace(transforms=[_msg('base_link', 'tool', T_base_tool)]))
+    poses = buf.poses_in('base_link')
+    assert set(poses) == {'base_link', 'mount', 'camera', 'tool'}   # map and odom: another tree
+    np.testing.assert_allclose(poses['base_link'], np.eye(4))
+    np.testing.assert_allclose(poses['camera'], T_base_mount @ T_mount_cam, atol=1e-12)
+    np.testing.assert_allclose(poses['tool'], T_base_tool, atol=1e-12)
+    # seen from the camera, the base is the inverse chain
+    np.testing.assert_allclose(buf.poses_in('camera')['base_link'], np.linalg.inv(T_base_mount @ T_mount_cam),
+                               atol=1e-12)

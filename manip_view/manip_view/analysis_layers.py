@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["colormap", "reach_shell", "singularity_nodes", "NAN_RGB"]
+__all__ = ["colormap", "reach_shell", "singularity_nodes", "marker_points", "NAN_RGB", "MARKER_LAYERS"]
 
 # Anchors of a blue -> cyan -> green -> yellow -> red ramp at t = 0, 1/4, 1/2, 3/4, 1: red never falls and blue
 # never rises along it, so a larger value is never drawn bluer or less red than a smaller one.
@@ -60,3 +60,25 @@ def singularity_nodes(smap):
             f"{vmax:.4f} (threshold {smap.threshold:.4f}, {int(np.sum(vals < smap.threshold))} below), "
             f"{smap.time_s:.2f} s; colour: 0 (blue) .. {vmax:.4f} (red)")
     return np.asarray(pts, np.float32).reshape(-1, 3), colormap(vals, 0.0, vmax), text
+
+
+# The namespaces of manip_core's analysis_markers node (manip_core.ros.analysis_markers) -> the page's layers
+MARKER_LAYERS = {"workspace": "reach_shell", "singularity_map": "singularity_map"}
+
+
+def marker_points(marker):
+    """(points (n, 3) float64 m in the marker's header frame, colours (n, 3) uint8) of a visualization_msgs/Marker
+    whose points are the data (CUBE_LIST, SPHERE_LIST, POINTS): the marker's pose applied to its points; its
+    per-point colours (r, g, b in 0..1), else its one colour for every point."""
+    from manip_core.spatial import quat_wxyz_to_matrix
+    P = np.array([(p.x, p.y, p.z) for p in marker.points], dtype=np.float64).reshape(-1, 3)
+    o, t = marker.pose.orientation, marker.pose.position
+    q = np.array([o.w, o.x, o.y, o.z], dtype=np.float64)
+    R = quat_wxyz_to_matrix(q / np.linalg.norm(q)) if np.linalg.norm(q) > 0 else np.eye(3)  # all-zero: identity
+    P = P @ R.T + np.array([t.x, t.y, t.z])
+    if len(marker.colors) == len(P):
+        C = np.array([(c.r, c.g, c.b) for c in marker.colors], dtype=np.float64).reshape(-1, 3)
+    else:
+        C = np.tile([marker.color.r, marker.color.g, marker.color.b], (len(P), 1))
+    C = np.where(np.isfinite(C), C, 0.5)  # a NaN colour: grey
+    return P, np.clip(np.round(C * 255.0), 0, 255).astype(np.uint8)

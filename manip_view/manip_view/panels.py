@@ -133,6 +133,11 @@ class Panels:
                 run.on_click(lambda _: self._worker.submit(self._do_pick_place))
                 self.pp_md = s.gui.add_markdown("")
         self.analysis = AnalysisPanel(s, self.scene.robot, point_size_m=max(0.004, 0.015 * reach))
+        with s.gui.add_folder("tf", expand_by_default=False):
+            self._tf_box = s.gui.add_checkbox("Frames on /tf, /tf_static", False,
+                                              hint="every frame that tf connects to the base, with its name")
+            self._tf_box.on_update(lambda _: self._tf_box.value or self._hide_tf_frames())
+        self._tf_handles = {}
         self._plots = s.gui.add_folder("Plots and camera")
         # The cloud (its worker), the image and the tracking plot (the executor) and the plan (the jobs' worker) add
         # their first element to this folder from different threads: viser's folder context admits one at a time.
@@ -265,6 +270,33 @@ class Panels:
             if len(p) >= 2:
                 self._marker_line = self.server.scene.add_line_segments(
                     "/planned_path", np.stack([p[:-1], p[1:]], axis=1), MARKER_PATH_RGB, thickness=self._line_m)
+
+    @property
+    def tf_frames_wanted(self):
+        return bool(self._tf_box.value)
+
+    def show_tf_frames(self, poses):
+        """An axes frame and its name at every tf frame; poses: {frame name: (4, 4) pose in the base frame (m)}.
+        Frames that are no longer in poses are hidden."""
+        from .app import _node, _set_pose, _wxyz
+        with self._lock:
+            for name, T in poses.items():
+                h = self._tf_handles.get(name)
+                if h is None:
+                    path = f"/tf_frames/{_node(name)}"
+                    h = self.server.scene.add_frame(path, axes_length=0.06, axes_radius=0.003)
+                    self.server.scene.add_label(f"{path}/name", name)
+                    self._tf_handles[name] = h
+                _set_pose(h, np.asarray(T[:3, 3], dtype=float), _wxyz(np.asarray(T, dtype=float)))
+                h.visible = True
+            for name, h in self._tf_handles.items():
+                if name not in poses:
+                    h.visible = False
+
+    def _hide_tf_frames(self):
+        with self._lock:
+            for h in self._tf_handles.values():
+                h.visible = False
 
     def show_obstacles(self, boxes):
         """boxes: [(centre (3,) m, size (3,) m)] axis-aligned in the base frame; replaces the previous ones."""

@@ -126,6 +126,8 @@ class Viewer(Node):
             "image_topic": ("stereo/left/image_rect", "Image shown in the panel"),
             "obstacles_topic": ("obstacles", "ObstacleArray drawn as boxes"),
             "planned_path_topic": ("planned_path", "MarkerArray of the planner: its tip path LINE_STRIP"),
+            "analysis_markers_topic": ("analysis_markers", "MarkerArray of the analysis_markers node: workspace and "
+                                                           "singularity map, drawn in the Analysis layers"),
             "controller_state_topic": ("joint_trajectory_controller/controller_state", "tracking error plot"),
             "ik_service": ("compute_ik", "ComputeIK for the goal gizmo"),
             "plan_service": ("plan_trajectory", "PlanTrajectory for the Plan button"),
@@ -158,6 +160,8 @@ class Viewer(Node):
         self._last_plot = 0.0
         self._drawn_q = None      # the arm pose last sent to the page
         self._readout_s = 0.0     # monotonic time of the last readout update
+        self._tf_shown_s = 0.0    # monotonic time the tf frames were last drawn (when asked for)
+        self._analysis_msg = None  # the last MarkerArray of the analysis (latched)
         self._readout_stale = False
         self.stats = {"joint_states_drawn": 0, "clouds_drawn": 0, "images_drawn": 0, "readouts": 0}
         # The streams (joint_states 100 Hz or more, controller_state 250 Hz, /tf at the joint_states rate, the
@@ -172,6 +176,7 @@ class Viewer(Node):
         self._tf_key = None
         self.create_subscription(ObstacleArray, n["obstacles_topic"], self._on_obstacles, 10)
         self.create_subscription(MarkerArray, n["planned_path_topic"], self._on_markers, 10)
+        self.create_subscription(MarkerArray, n["analysis_markers_topic"], self._on_analysis_markers, LATCHED)
         self.create_subscription(Image, n["image_topic"], self._on_image, qos_profile_sensor_data)
         try:
             from tf2_msgs.msg import TFMessage
@@ -207,6 +212,8 @@ class Viewer(Node):
             self.get_logger().info(f"nice value {nice}{', SCHED_IDLE' if self._sched_idle else ''}: the viewer yields "
                                    "the CPU to the control loop")
             self._nice, self._sched_idle = 0, False
+        if self._analysis_msg is not None:
+            self._on_analysis_markers(self._analysis_msg)
         self.get_logger().info(f"{model.name}: page at {self.viewer.url}")
 
     @property
@@ -263,6 +270,10 @@ class Viewer(Node):
         readout_due = now - self._readout_s >= 1.0 / self.readout_rate_hz
         if msg is not None:
             self._on_joint_states(viewer, msg, readout_due)
+        if (self._tf is not None and self.panels is not None and now - self._tf_shown_s >= 1.0 / self.readout_rate_hz
+                and self.panels.tf_frames_wanted):  # the frames on tf, at the readout's rate
+            self._tf_shown_s = now
+            self.panels.show_tf_frames(self._tf.poses_in(self.base_frame))
         if self._readout_stale and readout_due:  # the arm stopped (or moves slowly): its pose in the readout
             viewer.show_readout()
             self._readout_stale, self._readout_s = False, now
@@ -320,6 +331,37 @@ class Viewer(Node):
                 if T is not None:
                     pts = np.array([[p.x, p.y, p.z] for p in m.points], dtype=np.float64).reshape(-1, 3)
                     self.panels.show_tool_path(transform_points(T, pts))
+
+    def _on_analysis_markers(self, msg):
+        """The workspace and singularity map published by the analysis (manip_core's analysis_markers node): each
+        namespace's points, in the base frame, as the Analysis folder's layer of the same kind."""
+        self._analysis_msg = msg  # latched: it may come before the page; drawn then (_on_model)
+        if self.panels is None:
+            return
+        from .analysis_layers import MARKER_LAYERS, marker_points
+        layers = {}
+        for m in msg.markers:
+            layer = MARKER_LAYERS.get(m.ns)
+            if layer is None or m.action != Marker.ADD or m.type not in (Marker.CUBE_LIST, Marker.SPHERE_LIST,
+                                                                          Marker.POINTS):
+                continue
+            T = self._to_base(m.header.frame_id)
+            if T is None:
+                self.get_logger().warning(f"analysis markers in '{m.header.frame_id}': no transform to "
+                                          f"{self.base_frame}", throttle_duration_sec=10.0)
+                continue
+            P, C = marker_points(m)
+            layers.setdefault(layer, []).append((transform_points(T, P), C))
+        for layer, parts in layers.items():
+            P, C = np.concatenate([p for p, _ in parts]), np.concatenate([c for _, c in parts])
+            ok = np.all(np.isfinite(P) & (np.abs(P) < 1e6), axis=1)
+            if not ok.any():
+                self.get_logger().warning(f"analysis markers: {layer} has no finite point; not drawn",
+                                          throttle_duration_sec=10.0)
+                continue
+            self.panels.analysis.draw(layer, P[ok], C[ok])
+            self.panels.analysis.status[layer].content = f"{int(ok.sum())} points published by the analysis"
+            self.get_logger().info(f"analysis markers: {layer}, {int(ok.sum())} points")
 
     def _draw_cloud(self, msg):
         """The cloud in the page: every k-th point (at most max_cloud_points read and sent), in its own frame, the

@@ -66,3 +66,27 @@ def test_worker_runs_only_the_newest_pending_job_and_never_queues():
         assert ran == [0, 100] and w.started == 2 and w.dropped == 99
     finally:
         w.close()
+
+
+def test_tf_frames_follow_the_poses_and_hide_when_gone_or_unticked():
+    from manip_core.spatial import matrix_to_quat_wxyz
+    robot, urdf = load_robot("ur5")
+    viewer = OfflineViewer(RobotScene(robot, urdf), port=free_port())
+    try:
+        panels = Panels(viewer, solve_ik=lambda T, q: solve_ik_offline(robot, T, q))
+        assert not panels.tf_frames_wanted                      # off by default
+        T_cam = robot.fk(np.full(robot.dof, 0.3))
+        panels.show_tf_frames({"base_link": np.eye(4), "camera": T_cam})
+        h = panels._tf_handles["camera"]
+        np.testing.assert_allclose(h.position, T_cam[:3, 3], atol=1e-6)
+        w = matrix_to_quat_wxyz(T_cam[:3, :3])
+        assert min(np.abs(np.asarray(h.wxyz) - w).max(), np.abs(np.asarray(h.wxyz) + w).max()) < 1e-6
+        assert h.visible
+        panels.show_tf_frames({"base_link": np.eye(4)})          # camera no longer on tf
+        assert not panels._tf_handles["camera"].visible and panels._tf_handles["base_link"].visible
+        panels._tf_box.value = True
+        panels._tf_box.value = False                            # unticked: every frame hidden
+        assert not any(x.visible for x in panels._tf_handles.values())
+        panels.close()
+    finally:
+        viewer.stop()
