@@ -34,10 +34,10 @@ import numpy as np
 from llvmlite import ir
 from numba import cfunc, njit, types
 from numba.extending import intrinsic
-from numba.np.arrayobj import populate_array
 
 from . import _derivative_kernels as _DK, _fast as F
 from ._fast import _view_f64, _view_i64
+from ._views import view2_f64 as _view2_f64
 
 C_H, C_ARR, C_F64, C_NONE, C_NEW, C_INCREF, C_DECREF, C_N, C_TYPENUM, C_S44, C_S6N, C_SNN, C_SN, C_TUPLE = (
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15, 17)
@@ -48,28 +48,6 @@ A_TYPE, A_DATA, A_ND, A_DIMS, A_DESCR, A_FLAGS = 1, 2, 3, 4, 7, 8
 NPY_C_CONTIGUOUS, NPY_ALIGNED, NPY_WRITEABLE = 0x1, 0x100, 0x400
 _IN = NPY_C_CONTIGUOUS | NPY_ALIGNED
 _OUT = _IN | NPY_WRITEABLE
-
-
-def _view2_intrinsic():
-    arrty = types.Array(types.float64, 2, "C")
-
-    @intrinsic
-    def view(typingctx, addr, r, c):
-        """An (r, c) C-contiguous float64 array at address addr (no meminfo: the owner keeps the memory)."""
-        sig = arrty(types.int64, types.int64, types.int64)
-
-        def codegen(context, builder, signature, args):
-            ary = context.make_array(arrty)(context, builder)
-            data = builder.inttoptr(args[0], context.get_data_type(types.float64).as_pointer())
-            eight = context.get_constant(types.intp, 8)
-            populate_array(ary, data=data, shape=[args[1], args[2]], strides=[builder.mul(args[2], eight), eight],
-                           itemsize=eight, meminfo=None)
-            return ary._getvalue()
-        return sig, codegen
-    return view
-
-
-_view2_f64 = _view2_intrinsic()
 
 
 @intrinsic

@@ -1,4 +1,5 @@
-"""Array views without an NRT meminfo, for numba kernels: ``view_f64(address, n)`` / ``view_i64(address, n)``.
+"""Array views without an NRT meminfo, for numba kernels: ``view_f64(address, n)`` / ``view_i64(address, n)``, and
+``view2_f64(address, rows, cols)`` (C order).
 
 Slicing an array that carries a meminfo costs an (atomic) reference count increment and decrement per slice; the
 kernels slice their model and workspace arrays many times per call, and in a parallel batch every thread
@@ -30,3 +31,25 @@ def _view_intrinsic(dtype, itemsize):
 
 view_f64 = _view_intrinsic(types.float64, 8)
 view_i64 = _view_intrinsic(types.int64, 8)
+
+
+def _view2_intrinsic():
+    arrty = types.Array(types.float64, 2, "C")
+
+    @intrinsic
+    def view(typingctx, addr, r, c):
+        """An (r, c) C-contiguous float64 array at address addr (no meminfo: the owner keeps the memory)."""
+        sig = arrty(types.int64, types.int64, types.int64)
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(arrty)(context, builder)
+            data = builder.inttoptr(args[0], context.get_data_type(types.float64).as_pointer())
+            eight = context.get_constant(types.intp, 8)
+            populate_array(ary, data=data, shape=[args[1], args[2]], strides=[builder.mul(args[2], eight), eight],
+                           itemsize=eight, meminfo=None)
+            return ary._getvalue()
+        return sig, codegen
+    return view
+
+
+view2_f64 = _view2_intrinsic()
