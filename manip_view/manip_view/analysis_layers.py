@@ -68,7 +68,7 @@ MARKER_LAYERS = {"workspace": "reach_shell", "singularity_map": "singularity_map
 
 def marker_points(marker):
     """(points (n, 3) float64 m in the marker's header frame, colours (n, 3) uint8) of a visualization_msgs/Marker
-    whose points are the data (CUBE_LIST, SPHERE_LIST, POINTS): the marker's pose applied to its points; its
+    whose points are the data (CUBE_LIST, SPHERE_LIST, POINTS, LINE_STRIP): the marker's pose applied to its points; its
     per-point colours (r, g, b in 0..1), else its one colour for every point."""
     from manip_core.spatial import quat_wxyz_to_matrix
     P = np.array([(p.x, p.y, p.z) for p in marker.points], dtype=np.float64).reshape(-1, 3)

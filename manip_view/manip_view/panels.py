@@ -21,6 +21,7 @@ import numpy as np
 from manip_core.spatial import matrix_to_rpy
 
 from .analysis_panel import AnalysisPanel
+from .app import _node, _set_pose, _wxyz
 from .overlays import stick_segments
 
 log = logging.getLogger(__name__)
@@ -278,7 +279,6 @@ class Panels:
     def show_tf_frames(self, poses):
         """An axes frame and its name at every tf frame; poses: {frame name: (4, 4) pose in the base frame (m)}.
         Frames that are no longer in poses are hidden."""
-        from .app import _node, _set_pose, _wxyz
         with self._lock:
             for name, T in poses.items():
                 h = self._tf_handles.get(name)
@@ -370,9 +370,3 @@ class Panels:
         self._worker.close()
         self._ik_worker.close()
 
-
-def _wxyz(T):
-    from manip_core.spatial import matrix_to_quat_wxyz
-
-    w = matrix_to_quat_wxyz(T[:3, :3])
-    return w if w[0] >= 0 else -w

@@ -45,6 +45,7 @@ from manip_msgs.action import ExecuteTrajectory, PickPlace
 from manip_msgs.msg import ControllerState, ObstacleArray
 from manip_msgs.srv import ComputeIK, PlanTrajectory
 
+from .analysis_layers import MARKER_LAYERS, marker_points
 from .app import OfflineViewer, is_loopback
 from .command import slider_move
 from .overlays import IKBranches, cloud_from_fields, plan_view, solve_ik_offline, transform_points
@@ -329,8 +330,7 @@ class Viewer(Node):
             if m.type == Marker.LINE_STRIP and m.action == Marker.ADD and m.ns == "tip_path":
                 T = self._to_base(m.header.frame_id)
                 if T is not None:
-                    pts = np.array([[p.x, p.y, p.z] for p in m.points], dtype=np.float64).reshape(-1, 3)
-                    self.panels.show_tool_path(transform_points(T, pts))
+                    self.panels.show_tool_path(transform_points(T, marker_points(m)[0]))
 
     def _on_analysis_markers(self, msg):
         """The workspace and singularity map published by the analysis (manip_core's analysis_markers node): each
@@ -338,7 +338,6 @@ class Viewer(Node):
         self._analysis_msg = msg  # latched: it may come before the page; drawn then (_on_model)
         if self.panels is None:
             return
-        from .analysis_layers import MARKER_LAYERS, marker_points
         layers = {}
         for m in msg.markers:
             layer = MARKER_LAYERS.get(m.ns)
