@@ -86,7 +86,7 @@ def environment():
             "numba_threads": numba.get_num_threads(), "python": platform.python_version()}
 
 
-def bench_workspace(quick):
+def bench_workspace():
     from manip_core import RobotModel
     from manip_core.analysis.workspace import TipSampler
     n = SIZES["ws"]
@@ -111,9 +111,10 @@ def _configs(checker, n, seed):
     return rng.uniform(checker.lower, checker.upper, (n, checker.dof))
 
 
-def bench_collision(quick):
+def bench_collision():
     from numba import cuda
     from manip_planning import collision_cuda as CC
+    from manip_planning.collision_kernels import configs_free
     from manip_planning.planning_scene import PlanningScene
     from manip_planning.robot_collision import CollisionChecker, RobotCollisionModel
     sizes = SIZES["sweep"]
@@ -162,7 +163,6 @@ def bench_collision(quick):
             for n in sizes:
                 Qn = _configs(cpu, n, 21)
                 out = np.zeros(n, np.bool_)
-                from manip_planning.collision_kernels import configs_free
                 t_cpu = best_of(lambda: configs_free(cpu.ca, Qn, out))
                 t_e2e = best_of(lambda: gpu.are_free(Qn))
                 dQ = cuda.to_device(Qn)
@@ -233,8 +233,8 @@ def main(argv=None):
     when = _dt.datetime.now(_dt.timezone.utc)
     env = environment()
     log(f"environment: {env}")
-    ws = bench_workspace(a.quick)
-    rows, sweeps, mismatches = bench_collision(a.quick)
+    ws = bench_workspace()
+    rows, sweeps, mismatches = bench_collision()
     md = table(env, ws, rows, sweeps, mismatches, a.quick, when)
     print(md)
     a.out.mkdir(parents=True, exist_ok=True)
