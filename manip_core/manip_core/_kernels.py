@@ -12,6 +12,7 @@ from numba import njit, prange
 
 from ._layout import (AXIS_GENERAL, BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O_H, O_I, O_M,
                       O_P, O_R, W_A, W_F, W_PABS, W_PREL, W_RABS, W_RREL, W_V, WS_STRIDE)
+from ._sincos import sincos
 from ._views import view_f64, view_i64
 
 # _nrt=True stated: the kernels make array views (NRT); numba would otherwise compile them with the NRT flag of
@@ -100,7 +101,7 @@ def rel_transforms(mf, mi, qp, ws):
             continue
         for r in range(3):
             ws[w + W_PREL + r] = mf[b + O_P + r]
-        c_, s_ = np.cos(q), np.sin(q)
+        s_, c_ = sincos(q)
         if kind == AXIS_GENERAL:
             x, y, z = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
             t = 1.0 - c_
@@ -266,7 +267,7 @@ def fk_into(mf, mi, q, ws, out):
             p2 += (b20 * ax + b21 * ay + b22 * az) * qi
             r00, r01, r02, r10, r11, r12, r20, r21, r22 = b00, b01, b02, b10, b11, b12, b20, b21, b22
             continue
-        c, s = np.cos(qi), np.sin(qi)
+        s, c = sincos(qi)
         kind = mi[MI_HEADER + i * MI_STRIDE + 2]
         if kind == 2:    # about z: columns 0, 1 mix
             r00, r01, r02 = c * b00 + s * b01, -s * b00 + c * b01, b02
@@ -778,11 +779,9 @@ def mass_matrix(mf, mi, ws, q, M):
 
 
 @njit(**_JIT)
-def cholesky_solve_inplace(M, x):
-    """Solve M y = x for symmetric positive definite M (overwritten by its Cholesky factor); x <- y.
-
-    Returns False when M is not positive definite (a body without mass on a moving joint).
-    """
+def cholesky_factor_inplace(M):
+    """Lower Cholesky factor of the symmetric positive definite M in its lower triangle. False when M is not
+    positive definite (a body without mass on a moving joint)."""
     n = M.shape[0]
     for j in range(n):
         s = M[j, j]
@@ -797,33 +796,75 @@ def cholesky_solve_inplace(M, x):
             for k in range(j):
                 t -= M[i, k] * M[j, k]
             M[i, j] = t / d
+    return True
+
+
+@njit(**_JIT)
+def cholesky_substitute(L, x):
+    """x <- (L L^T)^-1 x with L from cholesky_factor_inplace."""
+    n = L.shape[0]
     for i in range(n):
         t = x[i]
         for k in range(i):
-            t -= M[i, k] * x[k]
-        x[i] = t / M[i, i]
+            t -= L[i, k] * x[k]
+        x[i] = t / L[i, i]
     for i in range(n - 1, -1, -1):
         t = x[i]
         for k in range(i + 1, n):
-            t -= M[k, i] * x[k]
-        x[i] = t / M[i, i]
+            t -= L[k, i] * x[k]
+        x[i] = t / L[i, i]
+
+
+@njit(**_JIT)
+def cholesky_solve_inplace(M, x):
+    """Solve M y = x for symmetric positive definite M (overwritten by its Cholesky factor); x <- y.
+
+    Returns False when M is not positive definite (a body without mass on a moving joint).
+    """
+    if not cholesky_factor_inplace(M):
+        return False
+    cholesky_substitute(M, x)
     return True
 
 
 @njit(**_JIT)
 def forward_dynamics_into(mf, mi, q, qd, tau, grav, ftip, ws, qdd):
-    """qdd = M(q)^-1 (tau - c(q, qd) - g(q) - J^T f_tip). Returns False if M is singular."""
-    dof = mi[1]
-    o = _ws_offsets(mi[0])
-    zero = ws[o[6]:o[6] + dof]  # tmp region: used by crba only after rnea is done
+    """qdd = M(q)^-1 (tau - c(q, qd) - g(q) - J^T f_tip). Returns False if M is singular.
+
+    M from crba_into, solved by Cholesky, then one step of iterative refinement whose residual
+    r = (tau - bias) - M qdd is evaluated by Newton-Euler at zero velocity and gravity (M qdd without the formed
+    M): the solve alone amplifies M's rounding by its condition number (4e-12 rad/s^2 on a Panda, against
+    Pinocchio's ABA); the refined qdd is as accurate as ABA (about 2e-13 against a long-double ABA)."""
+    nb, dof = mi[0], mi[1]
+    o = _ws_offsets(nb)
+    zero = ws[o[6]:o[6] + dof]  # tmp region (9 + nb floats): zeros, then zero gravity at nb
     for k in range(dof):
         zero[k] = 0.0
+    g0 = ws[o[6] + nb:o[6] + nb + 3]
+    g0[:] = 0.0
     rnea_into(mf, mi, q, qd, zero, grav, ftip, ws, qdd)  # bias forces
     for k in range(dof):
         qdd[k] = tau[k] - qdd[k]
     M = ws[o[5]:o[5] + dof * dof].reshape((dof, dof))
     crba_into(mf, mi, q, ws, M, True)  # rnea_into left q's rel transforms in ws
-    return cholesky_solve_inplace(M, qdd)
+    if not cholesky_factor_inplace(M):
+        return False
+    r = ws[o[4]:o[4] + dof]  # crba's nb x nb region: free once M is formed
+    r[:] = qdd
+    cholesky_substitute(M, qdd)
+    # refinement: r -= M qdd by Newton-Euler (physical joints: A qdd; forces back through A^T)
+    buf = ws[o[1]:o[1] + 4 * nb]
+    qp, qdp, qddp, taup = buf[:nb], buf[nb:2 * nb], buf[2 * nb:3 * nb], buf[3 * nb:]
+    qdp[:] = 0.0
+    to_phys(mf, mi, qdd, False, qddp)
+    rnea_phys(mf, mi, qp, qdp, qddp, g0, ftip[:0], ws, taup)
+    from_phys(mf, mi, taup, zero)
+    for k in range(dof):
+        zero[k] = r[k] - zero[k]
+    cholesky_substitute(M, zero)
+    for k in range(dof):
+        qdd[k] += zero[k]
+    return True
 
 
 @njit(**_SINGLE)

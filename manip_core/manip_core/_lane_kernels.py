@@ -1,17 +1,19 @@
 """numba kernels: batched inverse dynamics with W configurations side by side (SIMD lanes).
 
 The scalar kernels (_kernels.py) walk the tree once per configuration; here every per-body quantity is stored
-as (component, lane) with the W lanes contiguous, and every arithmetic step is a loop over the lanes, which
-LLVM turns into vector instructions (AVX2: 4 doubles, AVX-512: 8). The tree structure (parents, joint types,
-axes, inertias) is the same for every lane, so all branches sit outside the lane loops. sin/cos are scalar
-calls (no vector math library here), taken once per joint and lane. Same maths as rnea_into: relative
-transforms R_rel = R_X Rot(axis, q) (Rodrigues), p_rel = p_X (+ R_X axis q for prismatic joints), then
-Newton-Euler in body frames; mimic joints through q_phys = A q + b and tau = A^T tau_phys.
+as (component, lane) with the W lanes contiguous, and every arithmetic step is a loop over the lanes. The tree
+structure (parents, joint types, axes, inertias) is the same for every lane, so all branches sit outside the
+lane loops and the W independent lanes keep the CPU's pipelines full. (numba leaves LLVM's SLP vectorizer off,
+so the fully unrolled lane loops run as scalar instructions, not as vector ones; measured with inspect_asm.)
+sin and cos come together from _sincos, without a branch, once per joint and lane. Same maths as rnea_into:
+relative transforms R_rel = R_X Rot(axis, q) (Rodrigues), p_rel = p_X (+ R_X axis q for prismatic joints),
+then Newton-Euler in body frames; mimic joints through q_phys = A q + b and tau = A^T tau_phys.
 """
 import numpy as np
 from numba import njit, prange
 
 from . import _kernels as K
+from ._sincos import sincos
 from ._layout import BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O_H, O_I, O_M, O_P, O_R
 
 W = 8  # lanes per group: two AVX2 vectors (or one AVX-512 vector) per component
@@ -62,10 +64,9 @@ def _poses_group(mf, mi, Q, k0, qp, R, P):
                 Pi[1, l] = py + dy * qp[i, l]
                 Pi[2, l] = pz + dz * qp[i, l]
             continue
-        # sin / cos: scalar calls, kept in the P rows before they are overwritten
+        # sin / cos (_sincos), kept in the P rows before they are overwritten
         for l in range(W):
-            Pi[0, l] = np.cos(qp[i, l])
-            Pi[1, l] = np.sin(qp[i, l])
+            Pi[1, l], Pi[0, l] = sincos(qp[i, l])
         for l in range(W):
             c = Pi[0, l]
             s = Pi[1, l]
@@ -91,6 +92,45 @@ def _poses_group(mf, mi, Q, k0, qp, R, P):
             Pi[0, l] = px
             Pi[1, l] = py
             Pi[2, l] = pz
+
+
+@njit(**_JIT)
+def _backward_group(mf, mi, R, P, F, taup):
+    """Newton-Euler's backward pass: taup[i] = S_i^T F_i (physical joints), F_p += X_i^T F_i:
+    m' = R m + p x (R f), f' = R f."""
+    nb = mi[0]
+    for i in range(nb - 1, -1, -1):
+        b = i * BODY_STRIDE
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        prism = mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC
+        s0, s1, s2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        Fi, Ri, Pi = F[i], R[i], P[i]
+        if prism:
+            for l in range(W):
+                taup[i, l] = s0 * Fi[3, l] + s1 * Fi[4, l] + s2 * Fi[5, l]
+        else:
+            for l in range(W):
+                taup[i, l] = s0 * Fi[0, l] + s1 * Fi[1, l] + s2 * Fi[2, l]
+        if p < 0:
+            continue
+        Fp = F[p]
+        for l in range(W):
+            r0, r1, r2, r3, r4, r5, r6, r7, r8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
+                                                  Ri[6, l], Ri[7, l], Ri[8, l])
+            c0, c1, c2, c3, c4, c5 = Fi[0, l], Fi[1, l], Fi[2, l], Fi[3, l], Fi[4, l], Fi[5, l]
+            m0 = r0 * c0 + r1 * c1 + r2 * c2
+            m1 = r3 * c0 + r4 * c1 + r5 * c2
+            m2 = r6 * c0 + r7 * c1 + r8 * c2
+            f0 = r0 * c3 + r1 * c4 + r2 * c5
+            f1 = r3 * c3 + r4 * c4 + r5 * c5
+            f2 = r6 * c3 + r7 * c4 + r8 * c5
+            q0, q1, q2 = Pi[0, l], Pi[1, l], Pi[2, l]
+            Fp[0, l] += m0 + q1 * f2 - q2 * f1
+            Fp[1, l] += m1 + q2 * f0 - q0 * f2
+            Fp[2, l] += m2 + q0 * f1 - q1 * f0
+            Fp[3, l] += f0
+            Fp[4, l] += f1
+            Fp[5, l] += f2
 
 
 @njit(**_JIT)
@@ -202,39 +242,7 @@ def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp
         for r in range(6):
             for l in range(W):
                 F[tb, r, l] += ftip_body[r]
-    # backward: tau_i = S^T F_i (kept in qp), F_p += X_i^T F_i: m' = R m + p x (R f), f' = R f
-    for i in range(nb - 1, -1, -1):
-        b = i * BODY_STRIDE
-        p = mi[MI_HEADER + i * MI_STRIDE]
-        prism = mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC
-        s0, s1, s2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
-        Fi, Ri, Pi = F[i], R[i], P[i]
-        if prism:
-            for l in range(W):
-                qp[i, l] = s0 * Fi[3, l] + s1 * Fi[4, l] + s2 * Fi[5, l]
-        else:
-            for l in range(W):
-                qp[i, l] = s0 * Fi[0, l] + s1 * Fi[1, l] + s2 * Fi[2, l]
-        if p < 0:
-            continue
-        Fp = F[p]
-        for l in range(W):
-            r0, r1, r2, r3, r4, r5, r6, r7, r8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
-                                                  Ri[6, l], Ri[7, l], Ri[8, l])
-            c0, c1, c2, c3, c4, c5 = Fi[0, l], Fi[1, l], Fi[2, l], Fi[3, l], Fi[4, l], Fi[5, l]
-            m0 = r0 * c0 + r1 * c1 + r2 * c2
-            m1 = r3 * c0 + r4 * c1 + r5 * c2
-            m2 = r6 * c0 + r7 * c1 + r8 * c2
-            f0 = r0 * c3 + r1 * c4 + r2 * c5
-            f1 = r3 * c3 + r4 * c4 + r5 * c5
-            f2 = r6 * c3 + r7 * c4 + r8 * c5
-            q0, q1, q2 = Pi[0, l], Pi[1, l], Pi[2, l]
-            Fp[0, l] += m0 + q1 * f2 - q2 * f1
-            Fp[1, l] += m1 + q2 * f0 - q0 * f2
-            Fp[2, l] += m2 + q0 * f1 - q1 * f0
-            Fp[3, l] += f0
-            Fp[4, l] += f1
-            Fp[5, l] += f2
+    _backward_group(mf, mi, R, P, F, qp)
     # actuated joint forces: tau = A^T tau_phys
     if not with_qdd:
         return
@@ -322,115 +330,103 @@ def rnea_batch_lanes(mf, mi, Q, QD, QDD, grav, ftip, out):
 
 
 @njit(**_JIT)
-def _mass_group(mf, mi, R, P, Ra, Pa, Jw, Yc, Mp, Ma, V):
-    """Mass matrices (dof, dof, W) of the group from the relative poses R, P, in the base frame: absolute
-    poses, joint screws J and body inertias about the base origin, composites Yc, M_ai = J_a . Yc_i J_i for
-    a = i and its ancestors; A^T M_phys A with mimic joints (into Ma, else Mp is returned). V: scratch."""
+def _mass_group(mf, mi, R, P, Yc, Mp, Ma, F):
+    """Mass matrices (dof, dof, W) of the group from the relative poses R, P by composite rigid bodies in each
+    body's own frame (Featherstone ch. 6, as _kernels.crba_into): composites Yc = [m, h, Ibar (6)] from the
+    leaves up, F = Yc_i S_i carried to each ancestor a's frame, M_ai = S_a . F. Every lever arm is a joint
+    offset, so the small entries of a wrist keep their own relative accuracy (inertias about the base origin
+    lost them, and forward dynamics amplified that by M's condition number). A^T M_phys A with mimic joints
+    (into Ma, else Mp is returned). F: scratch (nb, 6, W)."""
     nb, dof = mi[0], mi[1]
     om = K._map_offset(mi)
-    # absolute poses, joint screws, body inertias about the base origin (m, h, Ibar: 1 + 3 + 6)
     for i in range(nb):
         b = i * BODY_STRIDE
-        p = mi[MI_HEADER + i * MI_STRIDE]
-        prism = mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC
-        ax, ay, az = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
-        m = mf[b + O_M]
-        hb0, hb1, hb2 = mf[b + O_H], mf[b + O_H + 1], mf[b + O_H + 2]
-        I00, I01, I02 = mf[b + O_I], mf[b + O_I + 1], mf[b + O_I + 2]
-        I11, I12, I22 = mf[b + O_I + 4], mf[b + O_I + 5], mf[b + O_I + 8]
-        Ri, Pi, Rai, Pai, Ji, Yi = R[i], P[i], Ra[i], Pa[i], Jw[i], Yc[i]
-        for l in range(W):
-            if p < 0:
-                c0, c1, c2, c3, c4, c5, c6, c7, c8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
-                                                      Ri[6, l], Ri[7, l], Ri[8, l])
-                t0, t1, t2 = Pi[0, l], Pi[1, l], Pi[2, l]
-            else:
-                u0, u1, u2, u3, u4, u5, u6, u7, u8 = (Ra[p, 0, l], Ra[p, 1, l], Ra[p, 2, l], Ra[p, 3, l],
-                                                      Ra[p, 4, l], Ra[p, 5, l], Ra[p, 6, l], Ra[p, 7, l],
-                                                      Ra[p, 8, l])
-                e0, e1, e2, e3, e4, e5, e6, e7, e8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
-                                                      Ri[6, l], Ri[7, l], Ri[8, l])
-                c0 = u0 * e0 + u1 * e3 + u2 * e6
-                c1 = u0 * e1 + u1 * e4 + u2 * e7
-                c2 = u0 * e2 + u1 * e5 + u2 * e8
-                c3 = u3 * e0 + u4 * e3 + u5 * e6
-                c4 = u3 * e1 + u4 * e4 + u5 * e7
-                c5 = u3 * e2 + u4 * e5 + u5 * e8
-                c6 = u6 * e0 + u7 * e3 + u8 * e6
-                c7 = u6 * e1 + u7 * e4 + u8 * e7
-                c8 = u6 * e2 + u7 * e5 + u8 * e8
-                pp0, pp1, pp2 = Pi[0, l], Pi[1, l], Pi[2, l]
-                t0 = Pa[p, 0, l] + u0 * pp0 + u1 * pp1 + u2 * pp2
-                t1 = Pa[p, 1, l] + u3 * pp0 + u4 * pp1 + u5 * pp2
-                t2 = Pa[p, 2, l] + u6 * pp0 + u7 * pp1 + u8 * pp2
-            Rai[0, l], Rai[1, l], Rai[2, l], Rai[3, l], Rai[4, l] = c0, c1, c2, c3, c4
-            Rai[5, l], Rai[6, l], Rai[7, l], Rai[8, l] = c5, c6, c7, c8
-            Pai[0, l], Pai[1, l], Pai[2, l] = t0, t1, t2
-            w0 = c0 * ax + c1 * ay + c2 * az
-            w1 = c3 * ax + c4 * ay + c5 * az
-            w2 = c6 * ax + c7 * ay + c8 * az
-            if prism:
-                Ji[0, l], Ji[1, l], Ji[2, l], Ji[3, l], Ji[4, l], Ji[5, l] = 0.0, 0.0, 0.0, w0, w1, w2
-            else:
-                Ji[0, l], Ji[1, l], Ji[2, l] = w0, w1, w2
-                Ji[3, l] = t1 * w2 - t2 * w1
-                Ji[4, l] = t2 * w0 - t0 * w2
-                Ji[5, l] = t0 * w1 - t1 * w0
-            # a = R h_b, h = a + m p; Ibar = R Ibar_b R^T - [a][p] - [p][a] - m [p]^2
-            a0 = c0 * hb0 + c1 * hb1 + c2 * hb2
-            a1 = c3 * hb0 + c4 * hb1 + c5 * hb2
-            a2 = c6 * hb0 + c7 * hb1 + c8 * hb2
-            # B = R Ibar_b (Ibar_b symmetric)
-            b00 = c0 * I00 + c1 * I01 + c2 * I02
-            b01 = c0 * I01 + c1 * I11 + c2 * I12
-            b02 = c0 * I02 + c1 * I12 + c2 * I22
-            b10 = c3 * I00 + c4 * I01 + c5 * I02
-            b11 = c3 * I01 + c4 * I11 + c5 * I12
-            b12 = c3 * I02 + c4 * I12 + c5 * I22
-            b20 = c6 * I00 + c7 * I01 + c8 * I02
-            b21 = c6 * I01 + c7 * I11 + c8 * I12
-            b22 = c6 * I02 + c7 * I12 + c8 * I22
-            ab = a0 * t0 + a1 * t1 + a2 * t2
-            pp = t0 * t0 + t1 * t1 + t2 * t2
-            Yi[0, l] = m
-            Yi[1, l] = a0 + m * t0
-            Yi[2, l] = a1 + m * t1
-            Yi[3, l] = a2 + m * t2
-            Yi[4, l] = b00 * c0 + b01 * c1 + b02 * c2 + 2.0 * ab - 2.0 * a0 * t0 + m * (pp - t0 * t0)
-            Yi[5, l] = b00 * c3 + b01 * c4 + b02 * c5 - a0 * t1 - t0 * a1 - m * t0 * t1
-            Yi[6, l] = b00 * c6 + b01 * c7 + b02 * c8 - a0 * t2 - t0 * a2 - m * t0 * t2
-            Yi[7, l] = b10 * c3 + b11 * c4 + b12 * c5 + 2.0 * ab - 2.0 * a1 * t1 + m * (pp - t1 * t1)
-            Yi[8, l] = b10 * c6 + b11 * c7 + b12 * c8 - a1 * t2 - t1 * a2 - m * t1 * t2
-            Yi[9, l] = b20 * c6 + b21 * c7 + b22 * c8 + 2.0 * ab - 2.0 * a2 * t2 + m * (pp - t2 * t2)
-    # composites, then M_phys
+        Yi = Yc[i]
+        for k, o in ((0, O_M), (1, O_H), (2, O_H + 1), (3, O_H + 2), (4, O_I), (5, O_I + 1), (6, O_I + 2),
+                     (7, O_I + 4), (8, O_I + 5), (9, O_I + 8)):
+            c = mf[b + o]
+            for l in range(W):
+                Yi[k, l] = c
+    # composites: the child's [m, h, Ibar] in its parent's frame (_kernels._add_inertia_to_parent):
+    # h' = R h + m p; Ibar' = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2
     for i in range(nb - 1, -1, -1):
         p = mi[MI_HEADER + i * MI_STRIDE]
-        Yi, Ji = Yc[i], Jw[i]
+        if p < 0:
+            continue
+        Yi, Yp, Ri, Pi = Yc[i], Yc[p], R[i], P[i]
         for l in range(W):
-            m = Yi[0, l]
-            h0, h1, h2 = Yi[1, l], Yi[2, l], Yi[3, l]
+            r00, r01, r02, r10, r11, r12, r20, r21, r22 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l],
+                                                           Ri[5, l], Ri[6, l], Ri[7, l], Ri[8, l])
+            b0, b1, b2 = Pi[0, l], Pi[1, l], Pi[2, l]
+            m, h0, h1, h2 = Yi[0, l], Yi[1, l], Yi[2, l], Yi[3, l]
             i00, i01, i02, i11, i12, i22 = Yi[4, l], Yi[5, l], Yi[6, l], Yi[7, l], Yi[8, l], Yi[9, l]
-            w0, w1, w2, v0, v1, v2 = Ji[0, l], Ji[1, l], Ji[2, l], Ji[3, l], Ji[4, l], Ji[5, l]
-            # Y J = [Ibar w + h x v; m v - h x w], kept in V[i] (free after the bias pass)
-            V[i, 0, l] = i00 * w0 + i01 * w1 + i02 * w2 + h1 * v2 - h2 * v1
-            V[i, 1, l] = i01 * w0 + i11 * w1 + i12 * w2 + h2 * v0 - h0 * v2
-            V[i, 2, l] = i02 * w0 + i12 * w1 + i22 * w2 + h0 * v1 - h1 * v0
-            V[i, 3, l] = m * v0 - (h1 * w2 - h2 * w1)
-            V[i, 4, l] = m * v1 - (h2 * w0 - h0 * w2)
-            V[i, 5, l] = m * v2 - (h0 * w1 - h1 * w0)
-        a = i
+            a0 = r00 * h0 + r01 * h1 + r02 * h2
+            a1 = r10 * h0 + r11 * h1 + r12 * h2
+            a2 = r20 * h0 + r21 * h1 + r22 * h2
+            t00 = r00 * i00 + r01 * i01 + r02 * i02
+            t01 = r00 * i01 + r01 * i11 + r02 * i12
+            t02 = r00 * i02 + r01 * i12 + r02 * i22
+            t10 = r10 * i00 + r11 * i01 + r12 * i02
+            t11 = r10 * i01 + r11 * i11 + r12 * i12
+            t12 = r10 * i02 + r11 * i12 + r12 * i22
+            t20 = r20 * i00 + r21 * i01 + r22 * i02
+            t21 = r20 * i01 + r21 * i11 + r22 * i12
+            t22 = r20 * i02 + r21 * i12 + r22 * i22
+            d = 2.0 * (a0 * b0 + a1 * b1 + a2 * b2) + m * (b0 * b0 + b1 * b1 + b2 * b2)
+            Yp[0, l] += m
+            Yp[1, l] += a0 + m * b0
+            Yp[2, l] += a1 + m * b1
+            Yp[3, l] += a2 + m * b2
+            Yp[4, l] += t00 * r00 + t01 * r01 + t02 * r02 + d - 2.0 * a0 * b0 - m * b0 * b0
+            Yp[5, l] += t00 * r10 + t01 * r11 + t02 * r12 - a0 * b1 - b0 * a1 - m * b0 * b1
+            Yp[6, l] += t00 * r20 + t01 * r21 + t02 * r22 - a0 * b2 - b0 * a2 - m * b0 * b2
+            Yp[7, l] += t10 * r10 + t11 * r11 + t12 * r12 + d - 2.0 * a1 * b1 - m * b1 * b1
+            Yp[8, l] += t10 * r20 + t11 * r21 + t12 * r22 - a1 * b2 - b1 * a2 - m * b1 * b2
+            Yp[9, l] += t20 * r20 + t21 * r21 + t22 * r22 + d - 2.0 * a2 * b2 - m * b2 * b2
+    for i in range(nb):
+        b = i * BODY_STRIDE
+        prism = mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC
+        ax, ay, az = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        Yi, Fi = Yc[i], F[i]
+        # F = Yc S: [Ibar a; -h x a] (revolute) or [h x a; m a] (prismatic); M_ii = S . F
+        for l in range(W):
+            m, h0, h1, h2 = Yi[0, l], Yi[1, l], Yi[2, l], Yi[3, l]
+            if prism:
+                f0, f1, f2 = h1 * az - h2 * ay, h2 * ax - h0 * az, h0 * ay - h1 * ax
+                f3, f4, f5 = m * ax, m * ay, m * az
+                Mp[i, i, l] = ax * f3 + ay * f4 + az * f5
+            else:
+                f0 = Yi[4, l] * ax + Yi[5, l] * ay + Yi[6, l] * az
+                f1 = Yi[5, l] * ax + Yi[7, l] * ay + Yi[8, l] * az
+                f2 = Yi[6, l] * ax + Yi[8, l] * ay + Yi[9, l] * az
+                f3, f4, f5 = h2 * ay - h1 * az, h0 * az - h2 * ax, h1 * ax - h0 * ay
+                Mp[i, i, l] = ax * f0 + ay * f1 + az * f2
+            Fi[0, l], Fi[1, l], Fi[2, l], Fi[3, l], Fi[4, l], Fi[5, l] = f0, f1, f2, f3, f4, f5
+        # up the tree: F in the parent's frame [R m + p x R f; R f], M_ai = S_a . F
+        j = i
+        a = mi[MI_HEADER + j * MI_STRIDE]
         while a >= 0:
-            Ja = Jw[a]
+            Rj, Pj = R[j], P[j]
+            ba = a * BODY_STRIDE
+            sx, sy, sz = mf[ba + O_AX], mf[ba + O_AX + 1], mf[ba + O_AX + 2]
+            aprism = mi[MI_HEADER + a * MI_STRIDE + 1] == JOINT_PRISMATIC
             for l in range(W):
-                v = (Ja[0, l] * V[i, 0, l] + Ja[1, l] * V[i, 1, l] + Ja[2, l] * V[i, 2, l]
-                     + Ja[3, l] * V[i, 3, l] + Ja[4, l] * V[i, 4, l] + Ja[5, l] * V[i, 5, l])
+                r0, r1, r2, r3, r4, r5, r6, r7, r8 = (Rj[0, l], Rj[1, l], Rj[2, l], Rj[3, l], Rj[4, l], Rj[5, l],
+                                                      Rj[6, l], Rj[7, l], Rj[8, l])
+                c0, c1, c2, c3, c4, c5 = Fi[0, l], Fi[1, l], Fi[2, l], Fi[3, l], Fi[4, l], Fi[5, l]
+                n0 = r0 * c3 + r1 * c4 + r2 * c5
+                n1 = r3 * c3 + r4 * c4 + r5 * c5
+                n2 = r6 * c3 + r7 * c4 + r8 * c5
+                q0, q1, q2 = Pj[0, l], Pj[1, l], Pj[2, l]
+                m0 = r0 * c0 + r1 * c1 + r2 * c2 + q1 * n2 - q2 * n1
+                m1 = r3 * c0 + r4 * c1 + r5 * c2 + q2 * n0 - q0 * n2
+                m2 = r6 * c0 + r7 * c1 + r8 * c2 + q0 * n1 - q1 * n0
+                Fi[0, l], Fi[1, l], Fi[2, l], Fi[3, l], Fi[4, l], Fi[5, l] = m0, m1, m2, n0, n1, n2
+                v = sx * n0 + sy * n1 + sz * n2 if aprism else sx * m0 + sy * m1 + sz * m2
                 Mp[a, i, l] = v
                 Mp[i, a, l] = v
-            a = mi[MI_HEADER + a * MI_STRIDE]
-        if p >= 0:
-            for k in range(10):
-                for l in range(W):
-                    Yc[p, k, l] += Yi[k, l]
+            j = a
+            a = mi[MI_HEADER + j * MI_STRIDE]
     # bodies on other branches do not couple
     for i in range(nb):
         for j in range(i):
@@ -458,29 +454,85 @@ def _mass_group(mf, mi, R, P, Ra, Pa, Jw, Yc, Mp, Ma, V):
 
 
 @njit(**_JIT)
-def _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F,
-              Ra, Pa, Jw, Yc, Mp, Ma, r, out):
-    """qdd = M^-1 (tau - bias) of configurations k0 .. k0 + W - 1 into out; False if a lane's M is not
-    positive definite. Bias: _rnea_group at qdd = 0. M: in the base frame, M_ai = J_a . Yc_i J_i for a = i
-    and its ancestors (Yc: composite inertia of i's subtree about the base origin, J: joint screws)."""
+def _mass_times_group(mf, mi, R, P, x, qddp, A, F, taup):
+    """M x of the group without M: Newton-Euler at zero velocity and gravity on the physical joints (qdd = A x,
+    into qddp), physical joint forces into taup (nb, W). A, F: scratch."""
     nb, dof = mi[0], mi[1]
-    _rnea_group(mf, mi, Q, QD, Q[:0], k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F, out)
-    # r = tau - A^T bias_phys (bias in qp)
+    om = K._map_offset(mi)
+    for i in range(nb):
+        if mi[3] != 0:
+            for l in range(W):
+                s1 = 0.0
+                for j in range(dof):
+                    s1 += mf[om + i * dof + j] * x[j, l]
+                qddp[i, l] = s1
+        else:
+            for l in range(W):
+                qddp[i, l] = x[i, l]
+    # A_i = X_i A_p + S qdd_i (A_base = 0), F_i = G_i A_i
+    for i in range(nb):
+        b = i * BODY_STRIDE
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        sw0, sw1, sw2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        sv0, sv1, sv2 = 0.0, 0.0, 0.0
+        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+            sv0, sv1, sv2 = sw0, sw1, sw2
+            sw0, sw1, sw2 = 0.0, 0.0, 0.0
+        m = mf[b + O_M]
+        h0, h1, h2 = mf[b + O_H], mf[b + O_H + 1], mf[b + O_H + 2]
+        I00, I01, I02 = mf[b + O_I], mf[b + O_I + 1], mf[b + O_I + 2]
+        I10, I11, I12 = mf[b + O_I + 3], mf[b + O_I + 4], mf[b + O_I + 5]
+        I20, I21, I22 = mf[b + O_I + 6], mf[b + O_I + 7], mf[b + O_I + 8]
+        Ri, Pi, Ai, Fi = R[i], P[i], A[i], F[i]
+        for l in range(W):
+            qdd = qddp[i, l]
+            a0, a1, a2 = sw0 * qdd, sw1 * qdd, sw2 * qdd
+            a3, a4, a5 = sv0 * qdd, sv1 * qdd, sv2 * qdd
+            if p >= 0:
+                aw0, aw1, aw2 = A[p, 0, l], A[p, 1, l], A[p, 2, l]
+                q0, q1, q2 = Pi[0, l], Pi[1, l], Pi[2, l]
+                u0 = A[p, 3, l] + aw1 * q2 - aw2 * q1
+                u1 = A[p, 4, l] + aw2 * q0 - aw0 * q2
+                u2 = A[p, 5, l] + aw0 * q1 - aw1 * q0
+                r0, r1, r2, r3, r4, r5, r6, r7, r8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
+                                                      Ri[6, l], Ri[7, l], Ri[8, l])
+                a0 += r0 * aw0 + r3 * aw1 + r6 * aw2
+                a1 += r1 * aw0 + r4 * aw1 + r7 * aw2
+                a2 += r2 * aw0 + r5 * aw1 + r8 * aw2
+                a3 += r0 * u0 + r3 * u1 + r6 * u2
+                a4 += r1 * u0 + r4 * u1 + r7 * u2
+                a5 += r2 * u0 + r5 * u1 + r8 * u2
+            Ai[0, l], Ai[1, l], Ai[2, l], Ai[3, l], Ai[4, l], Ai[5, l] = a0, a1, a2, a3, a4, a5
+            Fi[0, l] = I00 * a0 + I01 * a1 + I02 * a2 + h1 * a5 - h2 * a4
+            Fi[1, l] = I10 * a0 + I11 * a1 + I12 * a2 + h2 * a3 - h0 * a5
+            Fi[2, l] = I20 * a0 + I21 * a1 + I22 * a2 + h0 * a4 - h1 * a3
+            Fi[3, l] = m * a3 - (h1 * a2 - h2 * a1)
+            Fi[4, l] = m * a4 - (h2 * a0 - h0 * a2)
+            Fi[5, l] = m * a5 - (h0 * a1 - h1 * a0)
+    _backward_group(mf, mi, R, P, F, taup)
+
+
+@njit(**_JIT)
+def _actuated_minus(mf, mi, taup, r):
+    """r -= A^T taup: physical joint forces (nb, W) taken from actuated ones (dof, W)."""
+    nb, dof = mi[0], mi[1]
     om = K._map_offset(mi)
     for j in range(dof):
-        for l in range(W):
-            r[j, l] = TAU[k0 + l, j]
         if mi[3] != 0:
             for i in range(nb):
                 a = mf[om + i * dof + j]
                 if a != 0.0:
                     for l in range(W):
-                        r[j, l] -= a * qp[i, l]
+                        r[j, l] -= a * taup[i, l]
         else:
             for l in range(W):
-                r[j, l] -= qp[j, l]
-    M = _mass_group(mf, mi, R, P, Ra, Pa, Jw, Yc, Mp, Ma, V)
-    # Cholesky per lane (lower factor in place of M), then the two triangular solves on r
+                r[j, l] -= taup[j, l]
+
+
+@njit(**_JIT)
+def _cholesky_group(M, dof):
+    """Lower Cholesky factor of every lane's M (dof, dof, W) in place; False if a lane's M is not positive
+    definite."""
     for j in range(dof):
         for k in range(j):
             for l in range(W):
@@ -496,21 +548,53 @@ def _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, 
                     M[i, j, l] -= M[i, k, l] * M[j, k, l]
             for l in range(W):
                 M[i, j, l] /= M[j, j, l]
+    return True
+
+
+@njit(**_JIT)
+def _substitute_group(L, r, dof):
+    """r <- (L L^T)^-1 r, every lane, with L from _cholesky_group."""
     for i in range(dof):
         for k in range(i):
             for l in range(W):
-                r[i, l] -= M[i, k, l] * r[k, l]
+                r[i, l] -= L[i, k, l] * r[k, l]
         for l in range(W):
-            r[i, l] /= M[i, i, l]
+            r[i, l] /= L[i, i, l]
     for i in range(dof - 1, -1, -1):
         for k in range(i + 1, dof):
             for l in range(W):
-                r[i, l] -= M[k, i, l] * r[k, l]
+                r[i, l] -= L[k, i, l] * r[k, l]
         for l in range(W):
-            r[i, l] /= M[i, i, l]
+            r[i, l] /= L[i, i, l]
+
+
+@njit(**_JIT)
+def _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F, Yc, Mp, Ma, r,
+              r0, out):
+    """qdd = M^-1 (tau - bias) of configurations k0 .. k0 + W - 1 into out; False if a lane's M is not
+    positive definite. Bias: _rnea_group at qdd = 0. M: _mass_group (composites in each body's frame), solved
+    by Cholesky, then one step of iterative refinement whose residual (tau - bias) - M qdd comes from
+    _mass_times_group, not from the formed M (as _kernels.forward_dynamics_into: ABA's accuracy)."""
+    dof = mi[1]
+    _rnea_group(mf, mi, Q, QD, Q[:0], k0, grav, ftip_body, has_ftip, qp, qdp, qddp, R, P, V, A, F, out)
+    # r = tau - A^T bias_phys (bias in qp)
     for j in range(dof):
         for l in range(W):
-            out[k0 + l, j] = r[j, l]
+            r[j, l] = TAU[k0 + l, j]
+    _actuated_minus(mf, mi, qp, r)
+    M = _mass_group(mf, mi, R, P, Yc, Mp, Ma, V)
+    if not _cholesky_group(M, dof):
+        return False
+    for j in range(dof):
+        for l in range(W):
+            r0[j, l] = r[j, l]
+    _substitute_group(M, r, dof)
+    _mass_times_group(mf, mi, R, P, r, qddp, A, F, qp)
+    _actuated_minus(mf, mi, qp, r0)
+    _substitute_group(M, r0, dof)
+    for j in range(dof):
+        for l in range(W):
+            out[k0 + l, j] = r[j, l] + r0[j, l]
     return True
 
 
@@ -536,18 +620,16 @@ def forward_dynamics_batch_lanes(mf, mi, Q, QD, TAU, grav, ftip, out):
         V = np.empty((nb, 6, W))
         A = np.empty((nb, 6, W))
         F = np.empty((nb, 6, W))
-        Ra = np.empty((nb, 9, W))
-        Pa = np.empty((nb, 3, W))
-        Jw = np.empty((nb, 6, W))
         Yc = np.empty((nb, 10, W))
         Mp = np.empty((nb, nb, W))
         Ma = np.empty((dof, dof, W))
         r = np.empty((dof, W))
+        r0 = np.empty((dof, W))
         ws = K.new_ws(mi)
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
             if _group_finite(Q, QD, TAU, k0) and _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftb, has_ftip, qp, qdp,
-                                                           qddp, R, P, V, A, F, Ra, Pa, Jw, Yc, Mp, Ma, r, out):
+                                                           qddp, R, P, V, A, F, Yc, Mp, Ma, r, r0, out):
                 continue
             for k in range(k0, k0 + W):
                 if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(TAU[k])):
@@ -578,9 +660,6 @@ def mass_matrix_batch_lanes(mf, mi, Q, out):
         R = np.empty((nb, 9, W))
         P = np.empty((nb, 3, W))
         V = np.empty((nb, 6, W))
-        Ra = np.empty((nb, 9, W))
-        Pa = np.empty((nb, 3, W))
-        Jw = np.empty((nb, 6, W))
         Yc = np.empty((nb, 10, W))
         Mp = np.empty((nb, nb, W))
         Ma = np.empty((dof, dof, W))
@@ -589,7 +668,7 @@ def mass_matrix_batch_lanes(mf, mi, Q, out):
             k0 = g * W
             if _group_finite(Q, Q, Q, k0):
                 _poses_group(mf, mi, Q, k0, qp, R, P)
-                M = _mass_group(mf, mi, R, P, Ra, Pa, Jw, Yc, Mp, Ma, V)
+                M = _mass_group(mf, mi, R, P, Yc, Mp, Ma, V)
                 for r in range(dof):
                     for cc in range(dof):
                         for l in range(W):
