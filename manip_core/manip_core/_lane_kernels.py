@@ -1,22 +1,22 @@
-"""numba kernels: batched inverse dynamics with W configurations side by side (SIMD lanes).
+"""numba kernels: batched dynamics with W configurations side by side in SIMD lanes.
 
 The scalar kernels (_kernels.py) walk the tree once per configuration; here every per-body quantity is stored
-as (component, lane) with the W lanes contiguous, and every arithmetic step is a loop over the lanes. The tree
-structure (parents, joint types, axes, inertias) is the same for every lane, so all branches sit outside the
-lane loops and the W independent lanes keep the CPU's pipelines full. (numba leaves LLVM's SLP vectorizer off,
-so the fully unrolled lane loops run as scalar instructions, not as vector ones; measured with inspect_asm.)
-sin and cos come together from _sincos, without a branch, once per joint and lane. Same maths as rnea_into:
-relative transforms R_rel = R_X Rot(axis, q) (Rodrigues), p_rel = p_X (+ R_X axis q for prismatic joints),
-then Newton-Euler in body frames; mimic joints through q_phys = A q + b and tau = A^T tau_phys.
+as (component, lane) with the W lanes contiguous, and every arithmetic step works on all W lanes at once as one
+_simd vector (LLVM's <W x double>: one AVX-512 instruction, or two AVX2 ones, per operation; a loop over the
+lanes would stay scalar, numba's SLP vectorizer being off). The tree structure (parents, joint types, axes,
+inertias) is the same for every lane, so every branch is on the tree, none on the lanes. sin and cos come from
+_sincos.sincos_lanes (the same bits as _sincos.sincos), libm for a lane beyond its range. Same maths as
+rnea_into: relative transforms R_rel = R_X Rot(axis, q) (Rodrigues), p_rel = p_X (+ R_X axis q for prismatic
+joints), then Newton-Euler in body frames; mimic joints through q_phys = A q + b and tau = A^T tau_phys.
+Gathering a group's inputs from (N, dof) rows and scattering its outputs back are scalar loops.
 """
 import numpy as np
 from numba import njit, prange
 
 from . import _kernels as K
-from ._sincos import sincos
+from ._simd import W, vget, vload, vsplat, vsqrt, vstore
+from ._sincos import FAST_BOUND_RAD, sincos, sincos_lanes
 from ._layout import BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O_H, O_I, O_M, O_P, O_R
-
-W = 8  # lanes per group: two AVX2 vectors (or one AVX-512 vector) per component
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath=False)
 
@@ -44,54 +44,50 @@ def _poses_group(mf, mi, Q, k0, qp, R, P):
         x20, x21, x22 = mf[b + O_R + 6], mf[b + O_R + 7], mf[b + O_R + 8]
         px, py, pz = mf[b + O_P], mf[b + O_P + 1], mf[b + O_P + 2]
         ax, ay, az = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
-        Ri = R[i]
-        Pi = P[i]
+        q = vload(qp, (i,))
         if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
             dx = x00 * ax + x01 * ay + x02 * az
             dy = x10 * ax + x11 * ay + x12 * az
             dz = x20 * ax + x21 * ay + x22 * az
-            for l in range(W):
-                Ri[0, l] = x00
-                Ri[1, l] = x01
-                Ri[2, l] = x02
-                Ri[3, l] = x10
-                Ri[4, l] = x11
-                Ri[5, l] = x12
-                Ri[6, l] = x20
-                Ri[7, l] = x21
-                Ri[8, l] = x22
-                Pi[0, l] = px + dx * qp[i, l]
-                Pi[1, l] = py + dy * qp[i, l]
-                Pi[2, l] = pz + dz * qp[i, l]
+            for k in range(9):
+                vstore(R, (i, k), vsplat(mf[b + O_R + k]))
+            vstore(P, (i, 0), px + dx * q)
+            vstore(P, (i, 1), py + dy * q)
+            vstore(P, (i, 2), pz + dz * q)
             continue
-        # sin / cos (_sincos), kept in the P rows before they are overwritten
+        s, c = sincos_lanes(q)
         for l in range(W):
-            Pi[1, l], Pi[0, l] = sincos(qp[i, l])
-        for l in range(W):
-            c = Pi[0, l]
-            s = Pi[1, l]
-            t = 1.0 - c
-            j00 = c + t * ax * ax
-            j01 = t * ax * ay - s * az
-            j02 = t * ax * az + s * ay
-            j10 = t * ax * ay + s * az
-            j11 = c + t * ay * ay
-            j12 = t * ay * az - s * ax
-            j20 = t * ax * az - s * ay
-            j21 = t * ay * az + s * ax
-            j22 = c + t * az * az
-            Ri[0, l] = x00 * j00 + x01 * j10 + x02 * j20
-            Ri[1, l] = x00 * j01 + x01 * j11 + x02 * j21
-            Ri[2, l] = x00 * j02 + x01 * j12 + x02 * j22
-            Ri[3, l] = x10 * j00 + x11 * j10 + x12 * j20
-            Ri[4, l] = x10 * j01 + x11 * j11 + x12 * j21
-            Ri[5, l] = x10 * j02 + x11 * j12 + x12 * j22
-            Ri[6, l] = x20 * j00 + x21 * j10 + x22 * j20
-            Ri[7, l] = x20 * j01 + x21 * j11 + x22 * j21
-            Ri[8, l] = x20 * j02 + x21 * j12 + x22 * j22
-            Pi[0, l] = px
-            Pi[1, l] = py
-            Pi[2, l] = pz
+            if not abs(qp[i, l]) <= FAST_BOUND_RAD:  # rare: libm for the lanes beyond the reduction's range
+                vstore(P, (i, 0), c)
+                vstore(P, (i, 1), s)
+                for m in range(W):
+                    if not abs(qp[i, m]) <= FAST_BOUND_RAD:
+                        P[i, 1, m], P[i, 0, m] = sincos(qp[i, m])
+                c = vload(P, (i, 0))
+                s = vload(P, (i, 1))
+                break
+        t = 1.0 - c
+        j00 = c + t * ax * ax
+        j01 = t * ax * ay - s * az
+        j02 = t * ax * az + s * ay
+        j10 = t * ax * ay + s * az
+        j11 = c + t * ay * ay
+        j12 = t * ay * az - s * ax
+        j20 = t * ax * az - s * ay
+        j21 = t * ay * az + s * ax
+        j22 = c + t * az * az
+        vstore(R, (i, 0), x00 * j00 + x01 * j10 + x02 * j20)
+        vstore(R, (i, 1), x00 * j01 + x01 * j11 + x02 * j21)
+        vstore(R, (i, 2), x00 * j02 + x01 * j12 + x02 * j22)
+        vstore(R, (i, 3), x10 * j00 + x11 * j10 + x12 * j20)
+        vstore(R, (i, 4), x10 * j01 + x11 * j11 + x12 * j21)
+        vstore(R, (i, 5), x10 * j02 + x11 * j12 + x12 * j22)
+        vstore(R, (i, 6), x20 * j00 + x21 * j10 + x22 * j20)
+        vstore(R, (i, 7), x20 * j01 + x21 * j11 + x22 * j21)
+        vstore(R, (i, 8), x20 * j02 + x21 * j12 + x22 * j22)
+        vstore(P, (i, 0), vsplat(px))
+        vstore(P, (i, 1), vsplat(py))
+        vstore(P, (i, 2), vsplat(pz))
 
 
 @njit(**_JIT)
@@ -102,35 +98,31 @@ def _backward_group(mf, mi, R, P, F, taup):
     for i in range(nb - 1, -1, -1):
         b = i * BODY_STRIDE
         p = mi[MI_HEADER + i * MI_STRIDE]
-        prism = mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC
         s0, s1, s2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
-        Fi, Ri, Pi = F[i], R[i], P[i]
-        if prism:
-            for l in range(W):
-                taup[i, l] = s0 * Fi[3, l] + s1 * Fi[4, l] + s2 * Fi[5, l]
+        c0, c1, c2 = vload(F, (i, 0)), vload(F, (i, 1)), vload(F, (i, 2))
+        c3, c4, c5 = vload(F, (i, 3)), vload(F, (i, 4)), vload(F, (i, 5))
+        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+            vstore(taup, (i,), s0 * c3 + s1 * c4 + s2 * c5)
         else:
-            for l in range(W):
-                taup[i, l] = s0 * Fi[0, l] + s1 * Fi[1, l] + s2 * Fi[2, l]
+            vstore(taup, (i,), s0 * c0 + s1 * c1 + s2 * c2)
         if p < 0:
             continue
-        Fp = F[p]
-        for l in range(W):
-            r0, r1, r2, r3, r4, r5, r6, r7, r8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
-                                                  Ri[6, l], Ri[7, l], Ri[8, l])
-            c0, c1, c2, c3, c4, c5 = Fi[0, l], Fi[1, l], Fi[2, l], Fi[3, l], Fi[4, l], Fi[5, l]
-            m0 = r0 * c0 + r1 * c1 + r2 * c2
-            m1 = r3 * c0 + r4 * c1 + r5 * c2
-            m2 = r6 * c0 + r7 * c1 + r8 * c2
-            f0 = r0 * c3 + r1 * c4 + r2 * c5
-            f1 = r3 * c3 + r4 * c4 + r5 * c5
-            f2 = r6 * c3 + r7 * c4 + r8 * c5
-            q0, q1, q2 = Pi[0, l], Pi[1, l], Pi[2, l]
-            Fp[0, l] += m0 + q1 * f2 - q2 * f1
-            Fp[1, l] += m1 + q2 * f0 - q0 * f2
-            Fp[2, l] += m2 + q0 * f1 - q1 * f0
-            Fp[3, l] += f0
-            Fp[4, l] += f1
-            Fp[5, l] += f2
+        r0, r1, r2 = vload(R, (i, 0)), vload(R, (i, 1)), vload(R, (i, 2))
+        r3, r4, r5 = vload(R, (i, 3)), vload(R, (i, 4)), vload(R, (i, 5))
+        r6, r7, r8 = vload(R, (i, 6)), vload(R, (i, 7)), vload(R, (i, 8))
+        m0 = r0 * c0 + r1 * c1 + r2 * c2
+        m1 = r3 * c0 + r4 * c1 + r5 * c2
+        m2 = r6 * c0 + r7 * c1 + r8 * c2
+        f0 = r0 * c3 + r1 * c4 + r2 * c5
+        f1 = r3 * c3 + r4 * c4 + r5 * c5
+        f2 = r6 * c3 + r7 * c4 + r8 * c5
+        q0, q1, q2 = vload(P, (i, 0)), vload(P, (i, 1)), vload(P, (i, 2))
+        vstore(F, (p, 0), vload(F, (p, 0)) + (m0 + q1 * f2 - q2 * f1))
+        vstore(F, (p, 1), vload(F, (p, 1)) + (m1 + q2 * f0 - q0 * f2))
+        vstore(F, (p, 2), vload(F, (p, 2)) + (m2 + q0 * f1 - q1 * f0))
+        vstore(F, (p, 3), vload(F, (p, 3)) + f0)
+        vstore(F, (p, 4), vload(F, (p, 4)) + f1)
+        vstore(F, (p, 5), vload(F, (p, 5)) + f2)
 
 
 @njit(**_JIT)
@@ -158,14 +150,13 @@ def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp
                 qdp[i, l] = QD[k0 + l, i]
                 qddp[i, l] = QDD[k0 + l, i] if with_qdd else 0.0
     # forward: V_i = X_i V_p + S qd, A_i = X_i A_p + V_i x S qd + S qdd; F_i = G A_i + V_i x* G V_i
-    g0, g1, g2 = -grav[0], -grav[1], -grav[2]
+    zero = vsplat(0.0)
     for i in range(nb):
         b = i * BODY_STRIDE
         p = mi[MI_HEADER + i * MI_STRIDE]
-        prism = mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC
         sw0, sw1, sw2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
         sv0, sv1, sv2 = 0.0, 0.0, 0.0
-        if prism:
+        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
             sv0, sv1, sv2 = sw0, sw1, sw2
             sw0, sw1, sw2 = 0.0, 0.0, 0.0
         m = mf[b + O_M]
@@ -173,75 +164,84 @@ def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp
         I00, I01, I02 = mf[b + O_I], mf[b + O_I + 1], mf[b + O_I + 2]
         I10, I11, I12 = mf[b + O_I + 3], mf[b + O_I + 4], mf[b + O_I + 5]
         I20, I21, I22 = mf[b + O_I + 6], mf[b + O_I + 7], mf[b + O_I + 8]
-        Ri, Pi, Vi, Ai, Fi = R[i], P[i], V[i], A[i], F[i]
-        for l in range(W):
-            if p < 0:
-                vw0, vw1, vw2, vv0, vv1, vv2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-                aw0, aw1, aw2, av0, av1, av2 = 0.0, 0.0, 0.0, g0, g1, g2
-            else:
-                vw0, vw1, vw2 = V[p, 0, l], V[p, 1, l], V[p, 2, l]
-                vv0, vv1, vv2 = V[p, 3, l], V[p, 4, l], V[p, 5, l]
-                aw0, aw1, aw2 = A[p, 0, l], A[p, 1, l], A[p, 2, l]
-                av0, av1, av2 = A[p, 3, l], A[p, 4, l], A[p, 5, l]
-            r0, r1, r2, r3, r4, r5, r6, r7, r8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
-                                                  Ri[6, l], Ri[7, l], Ri[8, l])
-            q0, q1, q2 = Pi[0, l], Pi[1, l], Pi[2, l]
-            # motion to child: w' = R^T w, v' = R^T (v + w x p)
-            u0 = vv0 + vw1 * q2 - vw2 * q1
-            u1 = vv1 + vw2 * q0 - vw0 * q2
-            u2 = vv2 + vw0 * q1 - vw1 * q0
-            qd = qdp[i, l]
-            qdd = qddp[i, l]
-            w0 = r0 * vw0 + r3 * vw1 + r6 * vw2 + sw0 * qd
-            w1 = r1 * vw0 + r4 * vw1 + r7 * vw2 + sw1 * qd
-            w2 = r2 * vw0 + r5 * vw1 + r8 * vw2 + sw2 * qd
-            v0 = r0 * u0 + r3 * u1 + r6 * u2 + sv0 * qd
-            v1 = r1 * u0 + r4 * u1 + r7 * u2 + sv1 * qd
-            v2 = r2 * u0 + r5 * u1 + r8 * u2 + sv2 * qd
-            u0 = av0 + aw1 * q2 - aw2 * q1
-            u1 = av1 + aw2 * q0 - aw0 * q2
-            u2 = av2 + aw0 * q1 - aw1 * q0
-            a0 = r0 * aw0 + r3 * aw1 + r6 * aw2
-            a1 = r1 * aw0 + r4 * aw1 + r7 * aw2
-            a2 = r2 * aw0 + r5 * aw1 + r8 * aw2
-            a3 = r0 * u0 + r3 * u1 + r6 * u2
-            a4 = r1 * u0 + r4 * u1 + r7 * u2
-            a5 = r2 * u0 + r5 * u1 + r8 * u2
-            # + ad_V (S qd) + S qdd
-            t0, t1, t2, t3, t4, t5 = sw0 * qd, sw1 * qd, sw2 * qd, sv0 * qd, sv1 * qd, sv2 * qd
-            a0 += w1 * t2 - w2 * t1 + sw0 * qdd
-            a1 += w2 * t0 - w0 * t2 + sw1 * qdd
-            a2 += w0 * t1 - w1 * t0 + sw2 * qdd
-            a3 += v1 * t2 - v2 * t1 + w1 * t5 - w2 * t4 + sv0 * qdd
-            a4 += v2 * t0 - v0 * t2 + w2 * t3 - w0 * t5 + sv1 * qdd
-            a5 += v0 * t1 - v1 * t0 + w0 * t4 - w1 * t3 + sv2 * qdd
-            Vi[0, l], Vi[1, l], Vi[2, l], Vi[3, l], Vi[4, l], Vi[5, l] = w0, w1, w2, v0, v1, v2
-            Ai[0, l], Ai[1, l], Ai[2, l], Ai[3, l], Ai[4, l], Ai[5, l] = a0, a1, a2, a3, a4, a5
-            # G x = [I w + h x v; m v - h x w]
-            f0 = I00 * a0 + I01 * a1 + I02 * a2 + h1 * a5 - h2 * a4
-            f1 = I10 * a0 + I11 * a1 + I12 * a2 + h2 * a3 - h0 * a5
-            f2 = I20 * a0 + I21 * a1 + I22 * a2 + h0 * a4 - h1 * a3
-            f3 = m * a3 - (h1 * a2 - h2 * a1)
-            f4 = m * a4 - (h2 * a0 - h0 * a2)
-            f5 = m * a5 - (h0 * a1 - h1 * a0)
-            k0_ = I00 * w0 + I01 * w1 + I02 * w2 + h1 * v2 - h2 * v1
-            k1_ = I10 * w0 + I11 * w1 + I12 * w2 + h2 * v0 - h0 * v2
-            k2_ = I20 * w0 + I21 * w1 + I22 * w2 + h0 * v1 - h1 * v0
-            k3_ = m * v0 - (h1 * w2 - h2 * w1)
-            k4_ = m * v1 - (h2 * w0 - h0 * w2)
-            k5_ = m * v2 - (h0 * w1 - h1 * w0)
-            # - ad_V^T (G V) = [w x gm + v x gf; w x gf]
-            Fi[0, l] = f0 + w1 * k2_ - w2 * k1_ + v1 * k5_ - v2 * k4_
-            Fi[1, l] = f1 + w2 * k0_ - w0 * k2_ + v2 * k3_ - v0 * k5_
-            Fi[2, l] = f2 + w0 * k1_ - w1 * k0_ + v0 * k4_ - v1 * k3_
-            Fi[3, l] = f3 + w1 * k5_ - w2 * k4_
-            Fi[4, l] = f4 + w2 * k3_ - w0 * k5_
-            Fi[5, l] = f5 + w0 * k4_ - w1 * k3_
+        if p < 0:
+            vw0, vw1, vw2, vv0, vv1, vv2 = zero, zero, zero, zero, zero, zero
+            aw0, aw1, aw2 = zero, zero, zero
+            av0, av1, av2 = vsplat(-grav[0]), vsplat(-grav[1]), vsplat(-grav[2])
+        else:
+            vw0, vw1, vw2 = vload(V, (p, 0)), vload(V, (p, 1)), vload(V, (p, 2))
+            vv0, vv1, vv2 = vload(V, (p, 3)), vload(V, (p, 4)), vload(V, (p, 5))
+            aw0, aw1, aw2 = vload(A, (p, 0)), vload(A, (p, 1)), vload(A, (p, 2))
+            av0, av1, av2 = vload(A, (p, 3)), vload(A, (p, 4)), vload(A, (p, 5))
+        r0, r1, r2 = vload(R, (i, 0)), vload(R, (i, 1)), vload(R, (i, 2))
+        r3, r4, r5 = vload(R, (i, 3)), vload(R, (i, 4)), vload(R, (i, 5))
+        r6, r7, r8 = vload(R, (i, 6)), vload(R, (i, 7)), vload(R, (i, 8))
+        q0, q1, q2 = vload(P, (i, 0)), vload(P, (i, 1)), vload(P, (i, 2))
+        # motion to child: w' = R^T w, v' = R^T (v + w x p)
+        u0 = vv0 + vw1 * q2 - vw2 * q1
+        u1 = vv1 + vw2 * q0 - vw0 * q2
+        u2 = vv2 + vw0 * q1 - vw1 * q0
+        qd = vload(qdp, (i,))
+        qdd = vload(qddp, (i,))
+        w0 = r0 * vw0 + r3 * vw1 + r6 * vw2 + sw0 * qd
+        w1 = r1 * vw0 + r4 * vw1 + r7 * vw2 + sw1 * qd
+        w2 = r2 * vw0 + r5 * vw1 + r8 * vw2 + sw2 * qd
+        v0 = r0 * u0 + r3 * u1 + r6 * u2 + sv0 * qd
+        v1 = r1 * u0 + r4 * u1 + r7 * u2 + sv1 * qd
+        v2 = r2 * u0 + r5 * u1 + r8 * u2 + sv2 * qd
+        u0 = av0 + aw1 * q2 - aw2 * q1
+        u1 = av1 + aw2 * q0 - aw0 * q2
+        u2 = av2 + aw0 * q1 - aw1 * q0
+        a0 = r0 * aw0 + r3 * aw1 + r6 * aw2
+        a1 = r1 * aw0 + r4 * aw1 + r7 * aw2
+        a2 = r2 * aw0 + r5 * aw1 + r8 * aw2
+        a3 = r0 * u0 + r3 * u1 + r6 * u2
+        a4 = r1 * u0 + r4 * u1 + r7 * u2
+        a5 = r2 * u0 + r5 * u1 + r8 * u2
+        # + ad_V (S qd) + S qdd
+        t0, t1, t2, t3, t4, t5 = sw0 * qd, sw1 * qd, sw2 * qd, sv0 * qd, sv1 * qd, sv2 * qd
+        a0 = a0 + (w1 * t2 - w2 * t1 + sw0 * qdd)
+        a1 = a1 + (w2 * t0 - w0 * t2 + sw1 * qdd)
+        a2 = a2 + (w0 * t1 - w1 * t0 + sw2 * qdd)
+        a3 = a3 + (v1 * t2 - v2 * t1 + w1 * t5 - w2 * t4 + sv0 * qdd)
+        a4 = a4 + (v2 * t0 - v0 * t2 + w2 * t3 - w0 * t5 + sv1 * qdd)
+        a5 = a5 + (v0 * t1 - v1 * t0 + w0 * t4 - w1 * t3 + sv2 * qdd)
+        vstore(V, (i, 0), w0)
+        vstore(V, (i, 1), w1)
+        vstore(V, (i, 2), w2)
+        vstore(V, (i, 3), v0)
+        vstore(V, (i, 4), v1)
+        vstore(V, (i, 5), v2)
+        vstore(A, (i, 0), a0)
+        vstore(A, (i, 1), a1)
+        vstore(A, (i, 2), a2)
+        vstore(A, (i, 3), a3)
+        vstore(A, (i, 4), a4)
+        vstore(A, (i, 5), a5)
+        # G x = [I w + h x v; m v - h x w]
+        f0 = I00 * a0 + I01 * a1 + I02 * a2 + h1 * a5 - h2 * a4
+        f1 = I10 * a0 + I11 * a1 + I12 * a2 + h2 * a3 - h0 * a5
+        f2 = I20 * a0 + I21 * a1 + I22 * a2 + h0 * a4 - h1 * a3
+        f3 = m * a3 - (h1 * a2 - h2 * a1)
+        f4 = m * a4 - (h2 * a0 - h0 * a2)
+        f5 = m * a5 - (h0 * a1 - h1 * a0)
+        k0_ = I00 * w0 + I01 * w1 + I02 * w2 + h1 * v2 - h2 * v1
+        k1_ = I10 * w0 + I11 * w1 + I12 * w2 + h2 * v0 - h0 * v2
+        k2_ = I20 * w0 + I21 * w1 + I22 * w2 + h0 * v1 - h1 * v0
+        k3_ = m * v0 - (h1 * w2 - h2 * w1)
+        k4_ = m * v1 - (h2 * w0 - h0 * w2)
+        k5_ = m * v2 - (h0 * w1 - h1 * w0)
+        # - ad_V^T (G V) = [w x gm + v x gf; w x gf]
+        vstore(F, (i, 0), f0 + w1 * k2_ - w2 * k1_ + v1 * k5_ - v2 * k4_)
+        vstore(F, (i, 1), f1 + w2 * k0_ - w0 * k2_ + v2 * k3_ - v0 * k5_)
+        vstore(F, (i, 2), f2 + w0 * k1_ - w1 * k0_ + v0 * k4_ - v1 * k3_)
+        vstore(F, (i, 3), f3 + w1 * k5_ - w2 * k4_)
+        vstore(F, (i, 4), f4 + w2 * k3_ - w0 * k5_)
+        vstore(F, (i, 5), f5 + w0 * k4_ - w1 * k3_)
     tb = mi[2]
     if has_ftip and tb >= 0:
         for r in range(6):
-            for l in range(W):
-                F[tb, r, l] += ftip_body[r]
+            vstore(F, (tb, r), vload(F, (tb, r)) + ftip_body[r])
     _backward_group(mf, mi, R, P, F, qp)
     # actuated joint forces: tau = A^T tau_phys
     if not with_qdd:
@@ -341,104 +341,96 @@ def _mass_group(mf, mi, R, P, Yc, Mp, Ma, F):
     om = K._map_offset(mi)
     for i in range(nb):
         b = i * BODY_STRIDE
-        Yi = Yc[i]
         for k, o in ((0, O_M), (1, O_H), (2, O_H + 1), (3, O_H + 2), (4, O_I), (5, O_I + 1), (6, O_I + 2),
                      (7, O_I + 4), (8, O_I + 5), (9, O_I + 8)):
-            c = mf[b + o]
-            for l in range(W):
-                Yi[k, l] = c
+            vstore(Yc, (i, k), vsplat(mf[b + o]))
     # composites: the child's [m, h, Ibar] in its parent's frame (_kernels._add_inertia_to_parent):
     # h' = R h + m p; Ibar' = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2
     for i in range(nb - 1, -1, -1):
         p = mi[MI_HEADER + i * MI_STRIDE]
         if p < 0:
             continue
-        Yi, Yp, Ri, Pi = Yc[i], Yc[p], R[i], P[i]
-        for l in range(W):
-            r00, r01, r02, r10, r11, r12, r20, r21, r22 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l],
-                                                           Ri[5, l], Ri[6, l], Ri[7, l], Ri[8, l])
-            b0, b1, b2 = Pi[0, l], Pi[1, l], Pi[2, l]
-            m, h0, h1, h2 = Yi[0, l], Yi[1, l], Yi[2, l], Yi[3, l]
-            i00, i01, i02, i11, i12, i22 = Yi[4, l], Yi[5, l], Yi[6, l], Yi[7, l], Yi[8, l], Yi[9, l]
-            a0 = r00 * h0 + r01 * h1 + r02 * h2
-            a1 = r10 * h0 + r11 * h1 + r12 * h2
-            a2 = r20 * h0 + r21 * h1 + r22 * h2
-            t00 = r00 * i00 + r01 * i01 + r02 * i02
-            t01 = r00 * i01 + r01 * i11 + r02 * i12
-            t02 = r00 * i02 + r01 * i12 + r02 * i22
-            t10 = r10 * i00 + r11 * i01 + r12 * i02
-            t11 = r10 * i01 + r11 * i11 + r12 * i12
-            t12 = r10 * i02 + r11 * i12 + r12 * i22
-            t20 = r20 * i00 + r21 * i01 + r22 * i02
-            t21 = r20 * i01 + r21 * i11 + r22 * i12
-            t22 = r20 * i02 + r21 * i12 + r22 * i22
-            d = 2.0 * (a0 * b0 + a1 * b1 + a2 * b2) + m * (b0 * b0 + b1 * b1 + b2 * b2)
-            Yp[0, l] += m
-            Yp[1, l] += a0 + m * b0
-            Yp[2, l] += a1 + m * b1
-            Yp[3, l] += a2 + m * b2
-            Yp[4, l] += t00 * r00 + t01 * r01 + t02 * r02 + d - 2.0 * a0 * b0 - m * b0 * b0
-            Yp[5, l] += t00 * r10 + t01 * r11 + t02 * r12 - a0 * b1 - b0 * a1 - m * b0 * b1
-            Yp[6, l] += t00 * r20 + t01 * r21 + t02 * r22 - a0 * b2 - b0 * a2 - m * b0 * b2
-            Yp[7, l] += t10 * r10 + t11 * r11 + t12 * r12 + d - 2.0 * a1 * b1 - m * b1 * b1
-            Yp[8, l] += t10 * r20 + t11 * r21 + t12 * r22 - a1 * b2 - b1 * a2 - m * b1 * b2
-            Yp[9, l] += t20 * r20 + t21 * r21 + t22 * r22 + d - 2.0 * a2 * b2 - m * b2 * b2
+        r00, r01, r02 = vload(R, (i, 0)), vload(R, (i, 1)), vload(R, (i, 2))
+        r10, r11, r12 = vload(R, (i, 3)), vload(R, (i, 4)), vload(R, (i, 5))
+        r20, r21, r22 = vload(R, (i, 6)), vload(R, (i, 7)), vload(R, (i, 8))
+        b0, b1, b2 = vload(P, (i, 0)), vload(P, (i, 1)), vload(P, (i, 2))
+        m, h0, h1, h2 = vload(Yc, (i, 0)), vload(Yc, (i, 1)), vload(Yc, (i, 2)), vload(Yc, (i, 3))
+        i00, i01, i02 = vload(Yc, (i, 4)), vload(Yc, (i, 5)), vload(Yc, (i, 6))
+        i11, i12, i22 = vload(Yc, (i, 7)), vload(Yc, (i, 8)), vload(Yc, (i, 9))
+        a0 = r00 * h0 + r01 * h1 + r02 * h2
+        a1 = r10 * h0 + r11 * h1 + r12 * h2
+        a2 = r20 * h0 + r21 * h1 + r22 * h2
+        t00 = r00 * i00 + r01 * i01 + r02 * i02
+        t01 = r00 * i01 + r01 * i11 + r02 * i12
+        t02 = r00 * i02 + r01 * i12 + r02 * i22
+        t10 = r10 * i00 + r11 * i01 + r12 * i02
+        t11 = r10 * i01 + r11 * i11 + r12 * i12
+        t12 = r10 * i02 + r11 * i12 + r12 * i22
+        t20 = r20 * i00 + r21 * i01 + r22 * i02
+        t21 = r20 * i01 + r21 * i11 + r22 * i12
+        t22 = r20 * i02 + r21 * i12 + r22 * i22
+        d = 2.0 * (a0 * b0 + a1 * b1 + a2 * b2) + m * (b0 * b0 + b1 * b1 + b2 * b2)
+        vstore(Yc, (p, 0), vload(Yc, (p, 0)) + m)
+        vstore(Yc, (p, 1), vload(Yc, (p, 1)) + (a0 + m * b0))
+        vstore(Yc, (p, 2), vload(Yc, (p, 2)) + (a1 + m * b1))
+        vstore(Yc, (p, 3), vload(Yc, (p, 3)) + (a2 + m * b2))
+        vstore(Yc, (p, 4), vload(Yc, (p, 4)) + (t00 * r00 + t01 * r01 + t02 * r02 + d - 2.0 * a0 * b0 - m * b0 * b0))
+        vstore(Yc, (p, 5), vload(Yc, (p, 5)) + (t00 * r10 + t01 * r11 + t02 * r12 - a0 * b1 - b0 * a1 - m * b0 * b1))
+        vstore(Yc, (p, 6), vload(Yc, (p, 6)) + (t00 * r20 + t01 * r21 + t02 * r22 - a0 * b2 - b0 * a2 - m * b0 * b2))
+        vstore(Yc, (p, 7), vload(Yc, (p, 7)) + (t10 * r10 + t11 * r11 + t12 * r12 + d - 2.0 * a1 * b1 - m * b1 * b1))
+        vstore(Yc, (p, 8), vload(Yc, (p, 8)) + (t10 * r20 + t11 * r21 + t12 * r22 - a1 * b2 - b1 * a2 - m * b1 * b2))
+        vstore(Yc, (p, 9), vload(Yc, (p, 9)) + (t20 * r20 + t21 * r21 + t22 * r22 + d - 2.0 * a2 * b2 - m * b2 * b2))
     for i in range(nb):
         b = i * BODY_STRIDE
-        prism = mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC
         ax, ay, az = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
-        Yi, Fi = Yc[i], F[i]
+        m, h0, h1, h2 = vload(Yc, (i, 0)), vload(Yc, (i, 1)), vload(Yc, (i, 2)), vload(Yc, (i, 3))
         # F = Yc S: [Ibar a; -h x a] (revolute) or [h x a; m a] (prismatic); M_ii = S . F
-        for l in range(W):
-            m, h0, h1, h2 = Yi[0, l], Yi[1, l], Yi[2, l], Yi[3, l]
-            if prism:
-                f0, f1, f2 = h1 * az - h2 * ay, h2 * ax - h0 * az, h0 * ay - h1 * ax
-                f3, f4, f5 = m * ax, m * ay, m * az
-                Mp[i, i, l] = ax * f3 + ay * f4 + az * f5
-            else:
-                f0 = Yi[4, l] * ax + Yi[5, l] * ay + Yi[6, l] * az
-                f1 = Yi[5, l] * ax + Yi[7, l] * ay + Yi[8, l] * az
-                f2 = Yi[6, l] * ax + Yi[8, l] * ay + Yi[9, l] * az
-                f3, f4, f5 = h2 * ay - h1 * az, h0 * az - h2 * ax, h1 * ax - h0 * ay
-                Mp[i, i, l] = ax * f0 + ay * f1 + az * f2
-            Fi[0, l], Fi[1, l], Fi[2, l], Fi[3, l], Fi[4, l], Fi[5, l] = f0, f1, f2, f3, f4, f5
+        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+            f0, f1, f2 = h1 * az - h2 * ay, h2 * ax - h0 * az, h0 * ay - h1 * ax
+            f3, f4, f5 = m * ax, m * ay, m * az
+            vstore(Mp, (i, i), ax * f3 + ay * f4 + az * f5)
+        else:
+            f0 = vload(Yc, (i, 4)) * ax + vload(Yc, (i, 5)) * ay + vload(Yc, (i, 6)) * az
+            f1 = vload(Yc, (i, 5)) * ax + vload(Yc, (i, 7)) * ay + vload(Yc, (i, 8)) * az
+            f2 = vload(Yc, (i, 6)) * ax + vload(Yc, (i, 8)) * ay + vload(Yc, (i, 9)) * az
+            f3, f4, f5 = h2 * ay - h1 * az, h0 * az - h2 * ax, h1 * ax - h0 * ay
+            vstore(Mp, (i, i), ax * f0 + ay * f1 + az * f2)
         # up the tree: F in the parent's frame [R m + p x R f; R f], M_ai = S_a . F
         j = i
         a = mi[MI_HEADER + j * MI_STRIDE]
         while a >= 0:
-            Rj, Pj = R[j], P[j]
+            r0, r1, r2 = vload(R, (j, 0)), vload(R, (j, 1)), vload(R, (j, 2))
+            r3, r4, r5 = vload(R, (j, 3)), vload(R, (j, 4)), vload(R, (j, 5))
+            r6, r7, r8 = vload(R, (j, 6)), vload(R, (j, 7)), vload(R, (j, 8))
+            n0 = r0 * f3 + r1 * f4 + r2 * f5
+            n1 = r3 * f3 + r4 * f4 + r5 * f5
+            n2 = r6 * f3 + r7 * f4 + r8 * f5
+            q0, q1, q2 = vload(P, (j, 0)), vload(P, (j, 1)), vload(P, (j, 2))
+            m0 = r0 * f0 + r1 * f1 + r2 * f2 + q1 * n2 - q2 * n1
+            m1 = r3 * f0 + r4 * f1 + r5 * f2 + q2 * n0 - q0 * n2
+            m2 = r6 * f0 + r7 * f1 + r8 * f2 + q0 * n1 - q1 * n0
+            f0, f1, f2, f3, f4, f5 = m0, m1, m2, n0, n1, n2
             ba = a * BODY_STRIDE
             sx, sy, sz = mf[ba + O_AX], mf[ba + O_AX + 1], mf[ba + O_AX + 2]
-            aprism = mi[MI_HEADER + a * MI_STRIDE + 1] == JOINT_PRISMATIC
-            for l in range(W):
-                r0, r1, r2, r3, r4, r5, r6, r7, r8 = (Rj[0, l], Rj[1, l], Rj[2, l], Rj[3, l], Rj[4, l], Rj[5, l],
-                                                      Rj[6, l], Rj[7, l], Rj[8, l])
-                c0, c1, c2, c3, c4, c5 = Fi[0, l], Fi[1, l], Fi[2, l], Fi[3, l], Fi[4, l], Fi[5, l]
-                n0 = r0 * c3 + r1 * c4 + r2 * c5
-                n1 = r3 * c3 + r4 * c4 + r5 * c5
-                n2 = r6 * c3 + r7 * c4 + r8 * c5
-                q0, q1, q2 = Pj[0, l], Pj[1, l], Pj[2, l]
-                m0 = r0 * c0 + r1 * c1 + r2 * c2 + q1 * n2 - q2 * n1
-                m1 = r3 * c0 + r4 * c1 + r5 * c2 + q2 * n0 - q0 * n2
-                m2 = r6 * c0 + r7 * c1 + r8 * c2 + q0 * n1 - q1 * n0
-                Fi[0, l], Fi[1, l], Fi[2, l], Fi[3, l], Fi[4, l], Fi[5, l] = m0, m1, m2, n0, n1, n2
-                v = sx * n0 + sy * n1 + sz * n2 if aprism else sx * m0 + sy * m1 + sz * m2
-                Mp[a, i, l] = v
-                Mp[i, a, l] = v
+            if mi[MI_HEADER + a * MI_STRIDE + 1] == JOINT_PRISMATIC:
+                v = sx * n0 + sy * n1 + sz * n2
+            else:
+                v = sx * m0 + sy * m1 + sz * m2
+            vstore(Mp, (a, i), v)
+            vstore(Mp, (i, a), v)
             j = a
             a = mi[MI_HEADER + j * MI_STRIDE]
     # bodies on other branches do not couple
+    zero = vsplat(0.0)
     for i in range(nb):
         for j in range(i):
             if not (K._is_ancestor(mi, j, i) or K._is_ancestor(mi, i, j)):
-                for l in range(W):
-                    Mp[i, j, l] = 0.0
-                    Mp[j, i, l] = 0.0
+                vstore(Mp, (i, j), zero)
+                vstore(Mp, (j, i), zero)
     if mi[3] != 0:
         for rr in range(dof):
             for cc in range(dof):
-                for l in range(W):
-                    Ma[rr, cc, l] = 0.0
+                acc = zero
                 for i in range(nb):
                     ai = mf[om + i * dof + rr]
                     if ai == 0.0:
@@ -447,8 +439,8 @@ def _mass_group(mf, mi, R, P, Yc, Mp, Ma, F):
                         aj = mf[om + j * dof + cc]
                         if aj == 0.0:
                             continue
-                        for l in range(W):
-                            Ma[rr, cc, l] += ai * aj * Mp[i, j, l]
+                        acc = acc + ai * aj * vload(Mp, (i, j))
+                vstore(Ma, (rr, cc), acc)
         return Ma
     return Mp
 
@@ -467,8 +459,7 @@ def _mass_times_group(mf, mi, R, P, x, qddp, A, F, taup):
                     s1 += mf[om + i * dof + j] * x[j, l]
                 qddp[i, l] = s1
         else:
-            for l in range(W):
-                qddp[i, l] = x[i, l]
+            vstore(qddp, (i,), vload(x, (i,)))
     # A_i = X_i A_p + S qdd_i (A_base = 0), F_i = G_i A_i
     for i in range(nb):
         b = i * BODY_STRIDE
@@ -483,32 +474,36 @@ def _mass_times_group(mf, mi, R, P, x, qddp, A, F, taup):
         I00, I01, I02 = mf[b + O_I], mf[b + O_I + 1], mf[b + O_I + 2]
         I10, I11, I12 = mf[b + O_I + 3], mf[b + O_I + 4], mf[b + O_I + 5]
         I20, I21, I22 = mf[b + O_I + 6], mf[b + O_I + 7], mf[b + O_I + 8]
-        Ri, Pi, Ai, Fi = R[i], P[i], A[i], F[i]
-        for l in range(W):
-            qdd = qddp[i, l]
-            a0, a1, a2 = sw0 * qdd, sw1 * qdd, sw2 * qdd
-            a3, a4, a5 = sv0 * qdd, sv1 * qdd, sv2 * qdd
-            if p >= 0:
-                aw0, aw1, aw2 = A[p, 0, l], A[p, 1, l], A[p, 2, l]
-                q0, q1, q2 = Pi[0, l], Pi[1, l], Pi[2, l]
-                u0 = A[p, 3, l] + aw1 * q2 - aw2 * q1
-                u1 = A[p, 4, l] + aw2 * q0 - aw0 * q2
-                u2 = A[p, 5, l] + aw0 * q1 - aw1 * q0
-                r0, r1, r2, r3, r4, r5, r6, r7, r8 = (Ri[0, l], Ri[1, l], Ri[2, l], Ri[3, l], Ri[4, l], Ri[5, l],
-                                                      Ri[6, l], Ri[7, l], Ri[8, l])
-                a0 += r0 * aw0 + r3 * aw1 + r6 * aw2
-                a1 += r1 * aw0 + r4 * aw1 + r7 * aw2
-                a2 += r2 * aw0 + r5 * aw1 + r8 * aw2
-                a3 += r0 * u0 + r3 * u1 + r6 * u2
-                a4 += r1 * u0 + r4 * u1 + r7 * u2
-                a5 += r2 * u0 + r5 * u1 + r8 * u2
-            Ai[0, l], Ai[1, l], Ai[2, l], Ai[3, l], Ai[4, l], Ai[5, l] = a0, a1, a2, a3, a4, a5
-            Fi[0, l] = I00 * a0 + I01 * a1 + I02 * a2 + h1 * a5 - h2 * a4
-            Fi[1, l] = I10 * a0 + I11 * a1 + I12 * a2 + h2 * a3 - h0 * a5
-            Fi[2, l] = I20 * a0 + I21 * a1 + I22 * a2 + h0 * a4 - h1 * a3
-            Fi[3, l] = m * a3 - (h1 * a2 - h2 * a1)
-            Fi[4, l] = m * a4 - (h2 * a0 - h0 * a2)
-            Fi[5, l] = m * a5 - (h0 * a1 - h1 * a0)
+        qdd = vload(qddp, (i,))
+        a0, a1, a2 = sw0 * qdd, sw1 * qdd, sw2 * qdd
+        a3, a4, a5 = sv0 * qdd, sv1 * qdd, sv2 * qdd
+        if p >= 0:
+            aw0, aw1, aw2 = vload(A, (p, 0)), vload(A, (p, 1)), vload(A, (p, 2))
+            q0, q1, q2 = vload(P, (i, 0)), vload(P, (i, 1)), vload(P, (i, 2))
+            u0 = vload(A, (p, 3)) + aw1 * q2 - aw2 * q1
+            u1 = vload(A, (p, 4)) + aw2 * q0 - aw0 * q2
+            u2 = vload(A, (p, 5)) + aw0 * q1 - aw1 * q0
+            r0, r1, r2 = vload(R, (i, 0)), vload(R, (i, 1)), vload(R, (i, 2))
+            r3, r4, r5 = vload(R, (i, 3)), vload(R, (i, 4)), vload(R, (i, 5))
+            r6, r7, r8 = vload(R, (i, 6)), vload(R, (i, 7)), vload(R, (i, 8))
+            a0 = a0 + (r0 * aw0 + r3 * aw1 + r6 * aw2)
+            a1 = a1 + (r1 * aw0 + r4 * aw1 + r7 * aw2)
+            a2 = a2 + (r2 * aw0 + r5 * aw1 + r8 * aw2)
+            a3 = a3 + (r0 * u0 + r3 * u1 + r6 * u2)
+            a4 = a4 + (r1 * u0 + r4 * u1 + r7 * u2)
+            a5 = a5 + (r2 * u0 + r5 * u1 + r8 * u2)
+        vstore(A, (i, 0), a0)
+        vstore(A, (i, 1), a1)
+        vstore(A, (i, 2), a2)
+        vstore(A, (i, 3), a3)
+        vstore(A, (i, 4), a4)
+        vstore(A, (i, 5), a5)
+        vstore(F, (i, 0), I00 * a0 + I01 * a1 + I02 * a2 + h1 * a5 - h2 * a4)
+        vstore(F, (i, 1), I10 * a0 + I11 * a1 + I12 * a2 + h2 * a3 - h0 * a5)
+        vstore(F, (i, 2), I20 * a0 + I21 * a1 + I22 * a2 + h0 * a4 - h1 * a3)
+        vstore(F, (i, 3), m * a3 - (h1 * a2 - h2 * a1))
+        vstore(F, (i, 4), m * a4 - (h2 * a0 - h0 * a2))
+        vstore(F, (i, 5), m * a5 - (h0 * a1 - h1 * a0))
     _backward_group(mf, mi, R, P, F, taup)
 
 
@@ -522,11 +517,9 @@ def _actuated_minus(mf, mi, taup, r):
             for i in range(nb):
                 a = mf[om + i * dof + j]
                 if a != 0.0:
-                    for l in range(W):
-                        r[j, l] -= a * taup[i, l]
+                    vstore(r, (j,), vload(r, (j,)) - a * vload(taup, (i,)))
         else:
-            for l in range(W):
-                r[j, l] -= taup[j, l]
+            vstore(r, (j,), vload(r, (j,)) - vload(taup, (j,)))
 
 
 @njit(**_JIT)
@@ -534,20 +527,20 @@ def _cholesky_group(M, dof):
     """Lower Cholesky factor of every lane's M (dof, dof, W) in place; False if a lane's M is not positive
     definite."""
     for j in range(dof):
+        d = vload(M, (j, j))
         for k in range(j):
-            for l in range(W):
-                M[j, j, l] -= M[j, k, l] * M[j, k, l]
+            e = vload(M, (j, k))
+            d = d - e * e
         for l in range(W):
-            if not M[j, j, l] > 0.0:
+            if not vget(d, l) > 0.0:
                 return False
-        for l in range(W):
-            M[j, j, l] = np.sqrt(M[j, j, l])
+        d = vsqrt(d)
+        vstore(M, (j, j), d)
         for i in range(j + 1, dof):
+            e = vload(M, (i, j))
             for k in range(j):
-                for l in range(W):
-                    M[i, j, l] -= M[i, k, l] * M[j, k, l]
-            for l in range(W):
-                M[i, j, l] /= M[j, j, l]
+                e = e - vload(M, (i, k)) * vload(M, (j, k))
+            vstore(M, (i, j), e / d)
     return True
 
 
@@ -555,17 +548,15 @@ def _cholesky_group(M, dof):
 def _substitute_group(L, r, dof):
     """r <- (L L^T)^-1 r, every lane, with L from _cholesky_group."""
     for i in range(dof):
+        e = vload(r, (i,))
         for k in range(i):
-            for l in range(W):
-                r[i, l] -= L[i, k, l] * r[k, l]
-        for l in range(W):
-            r[i, l] /= L[i, i, l]
+            e = e - vload(L, (i, k)) * vload(r, (k,))
+        vstore(r, (i,), e / vload(L, (i, i)))
     for i in range(dof - 1, -1, -1):
+        e = vload(r, (i,))
         for k in range(i + 1, dof):
-            for l in range(W):
-                r[i, l] -= L[k, i, l] * r[k, l]
-        for l in range(W):
-            r[i, l] /= L[i, i, l]
+            e = e - vload(L, (k, i)) * vload(r, (k,))
+        vstore(r, (i,), e / vload(L, (i, i)))
 
 
 @njit(**_JIT)
@@ -586,15 +577,15 @@ def _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, 
     if not _cholesky_group(M, dof):
         return False
     for j in range(dof):
-        for l in range(W):
-            r0[j, l] = r[j, l]
+        vstore(r0, (j,), vload(r, (j,)))
     _substitute_group(M, r, dof)
     _mass_times_group(mf, mi, R, P, r, qddp, A, F, qp)
     _actuated_minus(mf, mi, qp, r0)
     _substitute_group(M, r0, dof)
     for j in range(dof):
+        vstore(r, (j,), vload(r, (j,)) + vload(r0, (j,)))
         for l in range(W):
-            out[k0 + l, j] = r[j, l] + r0[j, l]
+            out[k0 + l, j] = r[j, l]
     return True
 
 

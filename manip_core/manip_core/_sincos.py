@@ -14,6 +14,8 @@ freely granted, provided that this notice is preserved.
 import numpy as np
 from numba import njit
 
+from ._simd import vfloor, vrint, vselect_gt, vsplat
+
 FAST_BOUND_RAD = 1.0e5     # |x| up to this: the reduction here; beyond it (or NaN, inf): libm
 
 _INVPIO2 = 6.36619772367581382433e-01
@@ -49,3 +51,28 @@ def sincos(x):
     a = c if swap else s
     b = s if swap else c
     return float(1 - (n & 2)) * a, float(1 - ((n + 1) & 2)) * b
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def sincos_lanes(x):
+    """sincos of every lane of x (a _simd vector), the same bits as sincos lane by lane for |x| <= FAST_BOUND_RAD;
+    the caller recomputes lanes beyond it (or NaN, inf) with libm."""
+    fn = vrint(x * _INVPIO2)
+    r = ((x - fn * _PIO2_1) - fn * _PIO2_2) - fn * _PIO2_3
+    z = r * r
+    w = z * z
+    v = z * r
+    s = r + v * (_S1 + z * (_S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))))
+    q = z * (_C1 + z * (_C2 + z * _C3)) + w * w * (_C4 + z * (_C5 + z * _C6))
+    hz = 0.5 * z
+    t = 1.0 - hz
+    c = t + (((1.0 - t) - hz) + z * q)
+    # the quadrant in floats (fn is an integer below 2^17 in magnitude: every step exact): n4 = fn mod 4,
+    # swap = n4 mod 2, sin's sign -1 for n4 in {2, 3}, cos's for n4 in {1, 2}
+    n4 = fn - 4.0 * vfloor(fn * 0.25)
+    half = vfloor(n4 * 0.5)
+    swap = n4 - 2.0 * half
+    m4 = n4 + 1.0 - 4.0 * vfloor((n4 + 1.0) * 0.25)
+    a = vselect_gt(swap, vsplat(0.5), c, s)
+    b = vselect_gt(swap, vsplat(0.5), s, c)
+    return (1.0 - 2.0 * half) * a, (1.0 - 2.0 * vfloor(m4 * 0.5)) * b

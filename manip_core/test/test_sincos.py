@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from manip_core._sincos import FAST_BOUND_RAD, sincos
+from manip_core._simd import W, vload, vstore
+from manip_core._sincos import FAST_BOUND_RAD, sincos, sincos_lanes
 
 ABS_TOL = 2.3e-16      # absolute error of sin and cos, both at most 1: about one unit in the last place of 1.0
 
@@ -74,3 +75,22 @@ def test_beyond_the_bound_is_libm(x):
     s, c = sincos(x)
     with np.errstate(invalid="ignore"):     # numpy warns for sin(inf); sincos returns NaN as it does
         np.testing.assert_array_equal([s, c], [np.sin(x), np.cos(x)])
+
+
+@njit(cache=False)
+def _lanes(x, s, c):
+    for g in range(x.shape[0]):
+        sv, cv = sincos_lanes(vload(x, (g,)))
+        vstore(s, (g,), sv)
+        vstore(c, (g,), cv)
+
+
+def test_lanes_give_the_same_bits_as_one_at_a_time():
+    x = _angles()
+    x = x[np.abs(x) <= FAST_BOUND_RAD]
+    x = x[:x.size - x.size % W].reshape(-1, W)
+    s, c = np.empty_like(x), np.empty_like(x)
+    _lanes(x, s, c)
+    s1, c1 = _eval(x.ravel())
+    np.testing.assert_array_equal(s.ravel(), s1)
+    np.testing.assert_array_equal(c.ravel(), c1)
