@@ -914,26 +914,6 @@ def _chunks(n):
     return max(1, min(n, 64))
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
-def fk_batch(mf, mi, Q, out):
-    n = Q.shape[0]
-    nc = _chunks(n)
-    bad = 0
-    # views without meminfo (manip_core._views): fk_into's slices of mf count no references, and the threads do
-    # not contend for mf's reference count (mf and mi outlive the loop: the caller holds them)
-    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)
-    for c in prange(nc):
-        ws_own = new_ws(mi)
-        ws = view_f64(ws_own.ctypes.data, ws_own.size)
-        for k in range(c * n // nc, (c + 1) * n // nc):
-            if not all_finite(Q[k]):
-                bad += 1
-                continue
-            fk_into(mfv, miv, Q[k], ws, out[k])
-        _keep(ws_own)
-    return bad
-
-
 @njit(cache=True, _nrt=True)
 def _keep(a):
     """Uses a (the scratch behind a view) after the view's last use, so that it is released only then."""
@@ -946,7 +926,9 @@ def jacobian_batch(mf, mi, Q, body_frame, out):
     nc = _chunks(n)
     nb = mi[0]
     bad = 0
-    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)  # as fk_batch
+    # views without meminfo (manip_core._views): the kernels' slices of mf count no references, and the threads
+    # do not contend for mf's reference count (mf and mi outlive the loop: the caller holds them)
+    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)
     for c in prange(nc):
         ws_own = new_ws(mi)
         ws = view_f64(ws_own.ctypes.data, ws_own.size)
@@ -977,7 +959,7 @@ def rnea_batch(mf, mi, Q, QD, QDD, grav, ftip, out):
     n = Q.shape[0]
     nc = _chunks(n)
     bad = 0
-    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)  # as fk_batch
+    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)  # as jacobian_batch
     for c in prange(nc):
         ws_own = new_ws(mi)
         ws = view_f64(ws_own.ctypes.data, ws_own.size)

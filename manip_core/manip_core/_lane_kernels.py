@@ -22,9 +22,8 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath=False)
 
 
 @njit(**_JIT)
-def _poses_group(mf, mi, Q, k0, qp, R, P):
-    """Physical joint positions qp (nb, W) of configurations k0 .. k0 + W - 1 and each body's pose in its
-    parent's frame, R (nb, 9, W) row-major and P (nb, 3, W)."""
+def _gather_phys(mf, mi, Q, k0, qp):
+    """Physical joint positions qp (nb, W) of configurations k0 .. k0 + W - 1: q_phys = A q + b."""
     nb, dof = mi[0], mi[1]
     om = K._map_offset(mi)
     for i in range(nb):
@@ -37,6 +36,30 @@ def _poses_group(mf, mi, Q, k0, qp, R, P):
         else:
             for l in range(W):
                 qp[i, l] = Q[k0 + l, i]
+
+
+@njit(**_JIT)
+def _sincos_row(qp, i, P):
+    """(sin, cos) of the lanes of qp[i]; lanes beyond _sincos's reduction (rare) through libm, with P[i, :2]
+    as scratch."""
+    s, c = sincos_lanes(vload(qp, (i,)))
+    for l in range(W):
+        if not abs(qp[i, l]) <= FAST_BOUND_RAD:
+            vstore(P, (i, 0), c)
+            vstore(P, (i, 1), s)
+            for m in range(W):
+                if not abs(qp[i, m]) <= FAST_BOUND_RAD:
+                    P[i, 1, m], P[i, 0, m] = sincos(qp[i, m])
+            return vload(P, (i, 1)), vload(P, (i, 0))
+    return s, c
+
+
+@njit(**_JIT)
+def _poses_group(mf, mi, Q, k0, qp, R, P):
+    """Physical joint positions qp (nb, W) of configurations k0 .. k0 + W - 1 and each body's pose in its
+    parent's frame, R (nb, 9, W) row-major and P (nb, 3, W)."""
+    nb = mi[0]
+    _gather_phys(mf, mi, Q, k0, qp)
     for i in range(nb):
         b = i * BODY_STRIDE
         x00, x01, x02 = mf[b + O_R], mf[b + O_R + 1], mf[b + O_R + 2]
@@ -55,17 +78,7 @@ def _poses_group(mf, mi, Q, k0, qp, R, P):
             vstore(P, (i, 1), py + dy * q)
             vstore(P, (i, 2), pz + dz * q)
             continue
-        s, c = sincos_lanes(q)
-        for l in range(W):
-            if not abs(qp[i, l]) <= FAST_BOUND_RAD:  # rare: libm for the lanes beyond the reduction's range
-                vstore(P, (i, 0), c)
-                vstore(P, (i, 1), s)
-                for m in range(W):
-                    if not abs(qp[i, m]) <= FAST_BOUND_RAD:
-                        P[i, 1, m], P[i, 0, m] = sincos(qp[i, m])
-                c = vload(P, (i, 0))
-                s = vload(P, (i, 1))
-                break
+        s, c = _sincos_row(qp, i, P)
         t = 1.0 - c
         j00 = c + t * ax * ax
         j01 = t * ax * ay - s * az
@@ -285,6 +298,131 @@ def _group_finite(Q, QD, QDD, k0):
         if not (K.all_finite(Q[k0 + l]) and K.all_finite(QD[k0 + l]) and K.all_finite(QDD[k0 + l])):
             return False
     return True
+
+
+@njit(**_JIT)
+def _fk_group(mf, mi, Q, k0, qp, P, T):
+    """Tip poses of configurations k0 .. k0 + W - 1 as T (12, W): rows of R (row-major), then p; as
+    _kernels.fk_into, the running pose (R, p) down the tip's path: R <- R R_X R_joint(q_i),
+    p <- p + R p_X (+ R R_X axis q_i for a prismatic joint), then (R, p) T_off. P: scratch (nb, 3, W)."""
+    nb = mi[0]
+    _gather_phys(mf, mi, Q, k0, qp)
+    one, zero = vsplat(1.0), vsplat(0.0)
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = one, zero, zero, zero, one, zero, zero, zero, one
+    p0, p1, p2 = zero, zero, zero
+    o_path = MI_HEADER + nb * MI_STRIDE
+    for k in range(mi[o_path]):
+        i = mi[o_path + 1 + k]
+        b = i * BODY_STRIDE
+        x0, x1, x2, x3, x4, x5 = mf[b + O_R], mf[b + O_R + 1], mf[b + O_R + 2], mf[b + O_R + 3], \
+            mf[b + O_R + 4], mf[b + O_R + 5]
+        x6, x7, x8, x9, x10, x11 = mf[b + O_R + 6], mf[b + O_R + 7], mf[b + O_R + 8], mf[b + O_P], \
+            mf[b + O_P + 1], mf[b + O_P + 2]
+        p0 = p0 + (r00 * x9 + r01 * x10 + r02 * x11)
+        p1 = p1 + (r10 * x9 + r11 * x10 + r12 * x11)
+        p2 = p2 + (r20 * x9 + r21 * x10 + r22 * x11)
+        # B = R R_X
+        b00 = r00 * x0 + r01 * x3 + r02 * x6
+        b01 = r00 * x1 + r01 * x4 + r02 * x7
+        b02 = r00 * x2 + r01 * x5 + r02 * x8
+        b10 = r10 * x0 + r11 * x3 + r12 * x6
+        b11 = r10 * x1 + r11 * x4 + r12 * x7
+        b12 = r10 * x2 + r11 * x5 + r12 * x8
+        b20 = r20 * x0 + r21 * x3 + r22 * x6
+        b21 = r20 * x1 + r21 * x4 + r22 * x7
+        b22 = r20 * x2 + r21 * x5 + r22 * x8
+        ax, ay, az = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+            qi = vload(qp, (i,))
+            p0 = p0 + (b00 * ax + b01 * ay + b02 * az) * qi
+            p1 = p1 + (b10 * ax + b11 * ay + b12 * az) * qi
+            p2 = p2 + (b20 * ax + b21 * ay + b22 * az) * qi
+            r00, r01, r02, r10, r11, r12, r20, r21, r22 = b00, b01, b02, b10, b11, b12, b20, b21, b22
+            continue
+        s, c = _sincos_row(qp, i, P)
+        kind = mi[MI_HEADER + i * MI_STRIDE + 2]
+        if kind == 2:    # about z: columns 0, 1 mix
+            r00, r01, r02 = c * b00 + s * b01, -s * b00 + c * b01, b02
+            r10, r11, r12 = c * b10 + s * b11, -s * b10 + c * b11, b12
+            r20, r21, r22 = c * b20 + s * b21, -s * b20 + c * b21, b22
+        elif kind == 1:  # about y: columns 2, 0 mix
+            r00, r01, r02 = -s * b02 + c * b00, b01, c * b02 + s * b00
+            r10, r11, r12 = -s * b12 + c * b10, b11, c * b12 + s * b10
+            r20, r21, r22 = -s * b22 + c * b20, b21, c * b22 + s * b20
+        elif kind == 0:  # about x: columns 1, 2 mix
+            r00, r01, r02 = b00, c * b01 + s * b02, -s * b01 + c * b02
+            r10, r11, r12 = b10, c * b11 + s * b12, -s * b11 + c * b12
+            r20, r21, r22 = b20, c * b21 + s * b22, -s * b21 + c * b22
+        else:            # Rodrigues about the unit axis
+            t = 1.0 - c
+            j00, j01, j02 = c + t * ax * ax, t * ax * ay - s * az, t * ax * az + s * ay
+            j10, j11, j12 = t * ax * ay + s * az, c + t * ay * ay, t * ay * az - s * ax
+            j20, j21, j22 = t * ax * az - s * ay, t * ay * az + s * ax, c + t * az * az
+            r00, r01, r02 = (b00 * j00 + b01 * j10 + b02 * j20, b00 * j01 + b01 * j11 + b02 * j21,
+                             b00 * j02 + b01 * j12 + b02 * j22)
+            r10, r11, r12 = (b10 * j00 + b11 * j10 + b12 * j20, b10 * j01 + b11 * j11 + b12 * j21,
+                             b10 * j02 + b11 * j12 + b12 * j22)
+            r20, r21, r22 = (b20 * j00 + b21 * j10 + b22 * j20, b20 * j01 + b21 * j11 + b22 * j21,
+                             b20 * j02 + b21 * j12 + b22 * j22)
+    o = K._tip_offset(mi)
+    t0, t1, t2, t3, t4, t5 = mf[o], mf[o + 1], mf[o + 2], mf[o + 3], mf[o + 4], mf[o + 5]
+    t6, t7, t8, t9, t10, t11 = mf[o + 6], mf[o + 7], mf[o + 8], mf[o + 9], mf[o + 10], mf[o + 11]
+    vstore(T, (0,), r00 * t0 + r01 * t3 + r02 * t6)
+    vstore(T, (1,), r00 * t1 + r01 * t4 + r02 * t7)
+    vstore(T, (2,), r00 * t2 + r01 * t5 + r02 * t8)
+    vstore(T, (3,), r10 * t0 + r11 * t3 + r12 * t6)
+    vstore(T, (4,), r10 * t1 + r11 * t4 + r12 * t7)
+    vstore(T, (5,), r10 * t2 + r11 * t5 + r12 * t8)
+    vstore(T, (6,), r20 * t0 + r21 * t3 + r22 * t6)
+    vstore(T, (7,), r20 * t1 + r21 * t4 + r22 * t7)
+    vstore(T, (8,), r20 * t2 + r21 * t5 + r22 * t8)
+    vstore(T, (9,), p0 + r00 * t9 + r01 * t10 + r02 * t11)
+    vstore(T, (10,), p1 + r10 * t9 + r11 * t10 + r12 * t11)
+    vstore(T, (11,), p2 + r20 * t9 + r21 * t10 + r22 * t11)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def fk_batch_lanes(mf, mi, Q, out):
+    """Tip poses (N, 4, 4) into out; returns the number of configurations with NaN/inf. W lanes at a time;
+    the tail and groups holding NaN/inf through the one-configuration kernel."""
+    n = Q.shape[0]
+    nb = mi[0]
+    ngroups = n // W
+    nc = max(1, min(ngroups, 64))
+    bad = 0
+    for c in prange(nc):
+        qp = np.empty((nb, W))
+        P = np.empty((nb, 3, W))
+        T = np.empty((12, W))
+        ws = K.new_ws(mi)
+        for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
+            k0 = g * W
+            if _group_finite(Q, Q, Q, k0):
+                _fk_group(mf, mi, Q, k0, qp, P, T)
+                for l in range(W):
+                    o = out[k0 + l]
+                    for r in range(3):
+                        o[r, 0] = T[3 * r, l]
+                        o[r, 1] = T[3 * r + 1, l]
+                        o[r, 2] = T[3 * r + 2, l]
+                        o[r, 3] = T[9 + r, l]
+                    o[3, 0] = 0.0
+                    o[3, 1] = 0.0
+                    o[3, 2] = 0.0
+                    o[3, 3] = 1.0
+                continue
+            for k in range(k0, k0 + W):
+                if not K.all_finite(Q[k]):
+                    bad += 1
+                    continue
+                K.fk_into(mf, mi, Q[k], ws, out[k])
+    ws = K.new_ws(mi)
+    for k in range(ngroups * W, n):
+        if not K.all_finite(Q[k]):
+            bad += 1
+            continue
+        K.fk_into(mf, mi, Q[k], ws, out[k])
+    return bad
 
 
 @njit(cache=True, parallel=True, error_model="numpy")

@@ -307,7 +307,7 @@ class RobotModel:
         """Tip poses (N, 4, 4) for N joint vectors Q (N, dof); numba, parallel over N."""
         Q = self._batch(Q, "Q")
         out = np.empty((Q.shape[0], 4, 4))
-        self._batch_status(K.fk_batch(self._mf, self._mi, Q, out), "fk_batch", Q)
+        self._batch_status(_LK.fk_batch_lanes(self._mf, self._mi, Q, out), "fk_batch", Q)
         return out
 
     def jacobian_space(self, q, *, out=None, data=None):

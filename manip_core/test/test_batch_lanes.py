@@ -70,3 +70,26 @@ def test_mass_matrix_lanes_match_single_calls(model):
     Q[W, 2] = np.nan
     with pytest.raises(InputError, match=rf"rows \[{W}\]"):
         model.mass_matrix_batch(Q)
+
+
+def test_fk_lanes_match_single_calls(model):
+    Q, _, _ = _states(model, 4 * W + 3, 9)
+    got = model.fk_batch(Q)
+    expected = np.array([model.fk(q) for q in Q])
+    # the same operations in the same order as the single call (_sincos: the same bits lane by lane)
+    np.testing.assert_array_equal(got, expected)
+    Q[2 * W + 1, 0] = np.inf
+    with pytest.raises(InputError, match=rf"rows \[{2 * W + 1}\]"):
+        model.fk_batch(Q)
+
+
+def test_angles_beyond_the_fast_reduction_go_through_libm(model):
+    """Joint values past _sincos.FAST_BOUND_RAD (a continuous joint after many turns) in some lanes of a group:
+    those lanes take libm's sin and cos, the others the lanes' own; every lane still equals the single call."""
+    Q, QD, QDD = _states(model, 2 * W, 13)
+    Q[1, 0] = 3.0e5
+    Q[W + 4, :] = -7.5e6
+    np.testing.assert_array_equal(model.fk_batch(Q), np.array([model.fk(q) for q in Q]))
+    expected = np.array([model.inverse_dynamics(q, qd, qdd) for q, qd, qdd in zip(Q, QD, QDD)])
+    got = model.inverse_dynamics_batch(Q, QD, QDD)
+    assert np.abs(got - expected).max() <= 1e-13 * max(1.0, float(np.abs(expected).max()))
