@@ -27,7 +27,7 @@ from numba import njit, prange
 
 from . import _kernels as K
 from ._layout import BODY_STRIDE, MI_HEADER, MI_STRIDE, O_H, O_I, O_M, WS_STRIDE, W_PABS, W_RABS
-from ._views import view_f64, view_i64
+from ._views import unowned, view_f64, view_i64
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy", _nrt=True)
 _SINGLE = dict(cache=True, nogil=False, error_model="numpy", _nrt=True)
@@ -654,6 +654,8 @@ def jacobian_dot_nogil(mf, mi, ws, dws, q, qd, body_frame, out):
 # ---------------------------------------------------------------------------------------------- batched
 @njit(cache=True, parallel=True, error_model="numpy")
 def rnea_derivatives_batch(mf, mi, Q, QD, QDD, grav, ftip, dq, dv, M):
+    # the rows handed to the kernel below count no references (_views.unowned: the threads would contend for them)
+    Q, QD, QDD, dq, dv, M = unowned(Q), unowned(QD), unowned(QDD), unowned(dq), unowned(dv), unowned(M)
     n = Q.shape[0]
     nc = K._chunks(n)
     bad = 0
@@ -675,6 +677,7 @@ def rnea_derivatives_batch(mf, mi, Q, QD, QDD, grav, ftip, dq, dv, M):
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def forward_dynamics_derivatives_batch(mf, mi, Q, QD, TAU, grav, ftip, dq, dv, minv):
+    Q, QD, TAU, dq, dv, minv = unowned(Q), unowned(QD), unowned(TAU), unowned(dq), unowned(dv), unowned(minv)
     n = Q.shape[0]
     nc = K._chunks(n)
     bad = 0

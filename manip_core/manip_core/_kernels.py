@@ -13,7 +13,7 @@ from numba import njit, prange
 from ._layout import (AXIS_GENERAL, BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O_H, O_I, O_M,
                       O_P, O_R, W_A, W_F, W_PABS, W_PREL, W_RABS, W_RREL, W_V, WS_STRIDE)
 from ._sincos import sincos
-from ._views import view_f64, view_i64
+from ._views import unowned, view_f64, view_i64
 
 # _nrt=True stated: the kernels make array views (NRT); numba would otherwise compile them with the NRT flag of
 # the first caller that compiles them, and manip_core._fast's callers run without it
@@ -922,6 +922,7 @@ def _keep(a):
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def jacobian_batch(mf, mi, Q, body_frame, out):
+    Q, out = unowned(Q), unowned(out)  # rows count no references
     n = Q.shape[0]
     nc = _chunks(n)
     nb = mi[0]
@@ -956,6 +957,7 @@ def jacobian_batch(mf, mi, Q, body_frame, out):
 def rnea_batch(mf, mi, Q, QD, QDD, grav, ftip, out):
     """One configuration at a time (the reference for _lane_kernels.rnea_batch_lanes, which the model runs;
     forward dynamics and mass matrices in batches are in _lane_kernels only)."""
+    Q, QD, QDD, out = unowned(Q), unowned(QD), unowned(QDD), unowned(out)  # rows count no references
     n = Q.shape[0]
     nc = _chunks(n)
     bad = 0

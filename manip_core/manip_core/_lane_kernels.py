@@ -16,6 +16,7 @@ from numba import njit, prange
 from . import _kernels as K
 from ._simd import W, vget, vload, vsplat, vsqrt, vstore
 from ._sincos import FAST_BOUND_RAD, sincos, sincos_lanes
+from ._views import unowned
 from ._layout import BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O_H, O_I, O_M, O_P, O_R
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath=False)
@@ -385,6 +386,7 @@ def _fk_group(mf, mi, Q, k0, qp, P, T):
 def fk_batch_lanes(mf, mi, Q, out):
     """Tip poses (N, 4, 4) into out; returns the number of configurations with NaN/inf. W lanes at a time;
     the tail and groups holding NaN/inf through the one-configuration kernel."""
+    Q, out = unowned(Q), unowned(out)  # rows count no references
     n = Q.shape[0]
     nb = mi[0]
     ngroups = n // W
@@ -429,6 +431,7 @@ def fk_batch_lanes(mf, mi, Q, out):
 def rnea_batch_lanes(mf, mi, Q, QD, QDD, grav, ftip, out):
     """Like _kernels.rnea_batch (returns the number of configurations with NaN/inf), W lanes at a time; the
     configurations that do not fill a whole group, and groups holding NaN/inf, go through the scalar kernel."""
+    Q, QD, QDD, out = unowned(Q), unowned(QD), unowned(QDD), unowned(out)  # rows count no references
     n = Q.shape[0]
     nb = mi[0]
     ngroups = n // W
@@ -731,6 +734,7 @@ def _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftip_body, has_ftip, qp, qdp, qddp, 
 def forward_dynamics_batch_lanes(mf, mi, Q, QD, TAU, grav, ftip, out):
     """qdd (N, dof) into out; returns the number of configurations that failed (NaN/inf or a singular M). W
     lanes at a time; tails and groups with a failing lane go through the one-configuration kernel."""
+    Q, QD, TAU, out = unowned(Q), unowned(QD), unowned(TAU), unowned(out)  # rows count no references
     n = Q.shape[0]
     nb, dof = mi[0], mi[1]
     ngroups = n // W
@@ -779,6 +783,7 @@ def forward_dynamics_batch_lanes(mf, mi, Q, QD, TAU, grav, ftip, out):
 @njit(cache=True, parallel=True, error_model="numpy")
 def mass_matrix_batch_lanes(mf, mi, Q, out):
     """M (N, dof, dof) into out; returns the number of configurations with NaN/inf. W lanes at a time."""
+    Q, out = unowned(Q), unowned(out)  # rows count no references
     n = Q.shape[0]
     nb, dof = mi[0], mi[1]
     ngroups = n // W

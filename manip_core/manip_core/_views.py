@@ -1,5 +1,5 @@
 """Array views without an NRT meminfo, for numba kernels: ``view_f64(address, n)`` / ``view_i64(address, n)``, and
-``view2_f64(address, rows, cols)`` (C order).
+``view2_f64(address, rows, cols)`` (C order), and ``unowned(a)``: an array as it is, without its meminfo.
 
 Slicing an array that carries a meminfo costs an (atomic) reference count increment and decrement per slice; the
 kernels slice their model and workspace arrays many times per call, and in a parallel batch every thread
@@ -53,3 +53,20 @@ def _view2_intrinsic():
 
 
 view2_f64 = _view2_intrinsic()
+
+
+@intrinsic
+def unowned(typingctx, a):
+    """The array a (any dimensions and layout) without its meminfo: the same data, shape and strides, whose
+    slices count no references (for the rows a parallel batch hands to its per-configuration kernel; the
+    caller keeps a alive)."""
+    if not isinstance(a, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(a)(context, builder, args[0])
+        ary = context.make_array(a)(context, builder)
+        populate_array(ary, data=src.data, shape=src.shape, strides=src.strides, itemsize=src.itemsize,
+                       meminfo=None)
+        return ary._getvalue()
+    return a(a), codegen
