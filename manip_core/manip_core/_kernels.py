@@ -920,48 +920,33 @@ def _keep(a):
     return a.size
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
-def jacobian_batch(mf, mi, Q, body_frame, out):
-    Q, out = unowned(Q), unowned(out)  # rows count no references
-    n = Q.shape[0]
-    nc = _chunks(n)
+@njit(**_JIT)
+def jacobian_row(mf, mi, q, body_frame, ws, Js, T, out):
+    """Space (or body) Jacobian of the tip at q into out (6, dof); ws, Js (6, dof), T (4, 4): scratch."""
     nb = mi[0]
-    bad = 0
-    # views without meminfo (manip_core._views): the kernels' slices of mf count no references, and the threads
-    # do not contend for mf's reference count (mf and mi outlive the loop: the caller holds them)
-    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)
-    for c in prange(nc):
-        ws_own = new_ws(mi)
-        ws = view_f64(ws_own.ctypes.data, ws_own.size)
-        Js = np.empty((6, mi[1]))
-        T = np.empty((4, 4))
-        for k in range(c * n // nc, (c + 1) * n // nc):
-            if not all_finite(Q[k]):
-                bad += 1
-                continue
-            qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
-            to_phys(mfv, miv, Q[k], True, qp)
-            rel_transforms(mfv, miv, qp, ws)
-            abs_transforms(miv, ws)
-            if body_frame:
-                jacobian_space_into(mfv, miv, ws, mi[2], Js)
-                tip_pose(mfv, miv, ws, T)
-                space_to_body(T, Js, out[k])
-            else:
-                jacobian_space_into(mfv, miv, ws, mi[2], out[k])
-        _keep(ws_own)
-    return bad
+    qp = ws[nb * WS_STRIDE:nb * WS_STRIDE + nb]
+    to_phys(mf, mi, q, True, qp)
+    rel_transforms(mf, mi, qp, ws)
+    abs_transforms(mi, ws)
+    if body_frame:
+        jacobian_space_into(mf, mi, ws, mi[2], Js)
+        tip_pose(mf, mi, ws, T)
+        space_to_body(T, Js, out)
+    else:
+        jacobian_space_into(mf, mi, ws, mi[2], out)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def rnea_batch(mf, mi, Q, QD, QDD, grav, ftip, out):
-    """One configuration at a time (the reference for _lane_kernels.rnea_batch_lanes, which the model runs;
-    forward dynamics and mass matrices in batches are in _lane_kernels only)."""
+    """One configuration at a time: the reference bench/batch_cpu.py times _lane_kernels.rnea_batch_lanes
+    against (the model runs the lanes; every other batch is in _lane_kernels only)."""
     Q, QD, QDD, out = unowned(Q), unowned(QD), unowned(QDD), unowned(out)  # rows count no references
     n = Q.shape[0]
     nc = _chunks(n)
     bad = 0
-    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)  # as jacobian_batch
+    # views without meminfo (manip_core._views): the kernels' slices of mf count no references, and the threads
+    # do not contend for mf's reference count (mf and mi outlive the loop: the caller holds them)
+    mfv, miv = view_f64(mf.ctypes.data, mf.size), view_i64(mi.ctypes.data, mi.size)
     for c in prange(nc):
         ws_own = new_ws(mi)
         ws = view_f64(ws_own.ctypes.data, ws_own.size)

@@ -427,6 +427,149 @@ def fk_batch_lanes(mf, mi, Q, out):
     return bad
 
 
+@njit(**_JIT)
+def _jacobian_group(mf, mi, Q, k0, body_frame, qp, R, P, Ra, Pa, J):
+    """Space (or, with body_frame, body) Jacobians of the tip of configurations k0 .. k0 + W - 1 into
+    J (6, dof, W), as _kernels.jacobian_row: absolute poses Ra, Pa (nb, 9 / 3, W) down the tree, then each
+    ancestor j of the tip body contributes its screw [a; p x a] (revolute) or [0; a] (prismatic), a = R_j axis,
+    to its column (through A with mimic joints); body frame: J_b = Ad_{T^-1} J_s with T the tip pose."""
+    nb, dof = mi[0], mi[1]
+    _poses_group(mf, mi, Q, k0, qp, R, P)
+    zero = vsplat(0.0)
+    for i in range(nb):
+        p = mi[MI_HEADER + i * MI_STRIDE]
+        if p < 0:
+            for k in range(9):
+                vstore(Ra, (i, k), vload(R, (i, k)))
+            for k in range(3):
+                vstore(Pa, (i, k), vload(P, (i, k)))
+            continue
+        e0, e1, e2 = vload(P, (i, 0)), vload(P, (i, 1)), vload(P, (i, 2))
+        for r in range(3):
+            a0, a1, a2 = vload(Ra, (p, 3 * r)), vload(Ra, (p, 3 * r + 1)), vload(Ra, (p, 3 * r + 2))
+            for c in range(3):
+                vstore(Ra, (i, 3 * r + c), a0 * vload(R, (i, c)) + a1 * vload(R, (i, 3 + c))
+                       + a2 * vload(R, (i, 6 + c)))
+            vstore(Pa, (i, r), vload(Pa, (p, r)) + a0 * e0 + a1 * e1 + a2 * e2)
+    for r in range(6):
+        for c in range(dof):
+            vstore(J, (r, c), zero)
+    om = K._map_offset(mi)
+    j = mi[2]
+    while j >= 0:
+        b = j * BODY_STRIDE
+        ax0, ax1, ax2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+        a0 = vload(Ra, (j, 0)) * ax0 + vload(Ra, (j, 1)) * ax1 + vload(Ra, (j, 2)) * ax2
+        a1 = vload(Ra, (j, 3)) * ax0 + vload(Ra, (j, 4)) * ax1 + vload(Ra, (j, 5)) * ax2
+        a2 = vload(Ra, (j, 6)) * ax0 + vload(Ra, (j, 7)) * ax1 + vload(Ra, (j, 8)) * ax2
+        if mi[MI_HEADER + j * MI_STRIDE + 1] == JOINT_PRISMATIC:
+            s0, s1, s2, s3, s4, s5 = zero, zero, zero, a0, a1, a2
+        else:
+            p0, p1, p2 = vload(Pa, (j, 0)), vload(Pa, (j, 1)), vload(Pa, (j, 2))
+            s0, s1, s2 = a0, a1, a2
+            s3, s4, s5 = p1 * a2 - p2 * a1, p2 * a0 - p0 * a2, p0 * a1 - p1 * a0
+        if mi[3] == 0:
+            vstore(J, (0, j), s0)
+            vstore(J, (1, j), s1)
+            vstore(J, (2, j), s2)
+            vstore(J, (3, j), s3)
+            vstore(J, (4, j), s4)
+            vstore(J, (5, j), s5)
+        else:
+            for c in range(dof):
+                a = mf[om + j * dof + c]
+                if a != 0.0:
+                    vstore(J, (0, c), vload(J, (0, c)) + a * s0)
+                    vstore(J, (1, c), vload(J, (1, c)) + a * s1)
+                    vstore(J, (2, c), vload(J, (2, c)) + a * s2)
+                    vstore(J, (3, c), vload(J, (3, c)) + a * s3)
+                    vstore(J, (4, c), vload(J, (4, c)) + a * s4)
+                    vstore(J, (5, c), vload(J, (5, c)) + a * s5)
+        j = mi[MI_HEADER + j * MI_STRIDE]
+    if not body_frame:
+        return
+    # the tip pose T (_kernels.frame_pose), then omega_b = R^T omega, v_b = R^T (v - p x omega)
+    o = K._tip_offset(mi)
+    tb = mi[2]
+    if tb < 0:
+        t00, t01, t02, t10, t11, t12, t20, t21, t22 = (vsplat(mf[o]), vsplat(mf[o + 1]), vsplat(mf[o + 2]),
+                                                       vsplat(mf[o + 3]), vsplat(mf[o + 4]), vsplat(mf[o + 5]),
+                                                       vsplat(mf[o + 6]), vsplat(mf[o + 7]), vsplat(mf[o + 8]))
+        tp0, tp1, tp2 = vsplat(mf[o + 9]), vsplat(mf[o + 10]), vsplat(mf[o + 11])
+    else:
+        a0, a1, a2 = vload(Ra, (tb, 0)), vload(Ra, (tb, 1)), vload(Ra, (tb, 2))
+        t00 = a0 * mf[o] + a1 * mf[o + 3] + a2 * mf[o + 6]
+        t01 = a0 * mf[o + 1] + a1 * mf[o + 4] + a2 * mf[o + 7]
+        t02 = a0 * mf[o + 2] + a1 * mf[o + 5] + a2 * mf[o + 8]
+        tp0 = vload(Pa, (tb, 0)) + a0 * mf[o + 9] + a1 * mf[o + 10] + a2 * mf[o + 11]
+        a0, a1, a2 = vload(Ra, (tb, 3)), vload(Ra, (tb, 4)), vload(Ra, (tb, 5))
+        t10 = a0 * mf[o] + a1 * mf[o + 3] + a2 * mf[o + 6]
+        t11 = a0 * mf[o + 1] + a1 * mf[o + 4] + a2 * mf[o + 7]
+        t12 = a0 * mf[o + 2] + a1 * mf[o + 5] + a2 * mf[o + 8]
+        tp1 = vload(Pa, (tb, 1)) + a0 * mf[o + 9] + a1 * mf[o + 10] + a2 * mf[o + 11]
+        a0, a1, a2 = vload(Ra, (tb, 6)), vload(Ra, (tb, 7)), vload(Ra, (tb, 8))
+        t20 = a0 * mf[o] + a1 * mf[o + 3] + a2 * mf[o + 6]
+        t21 = a0 * mf[o + 1] + a1 * mf[o + 4] + a2 * mf[o + 7]
+        t22 = a0 * mf[o + 2] + a1 * mf[o + 5] + a2 * mf[o + 8]
+        tp2 = vload(Pa, (tb, 2)) + a0 * mf[o + 9] + a1 * mf[o + 10] + a2 * mf[o + 11]
+    for c in range(dof):
+        w0, w1, w2 = vload(J, (0, c)), vload(J, (1, c)), vload(J, (2, c))
+        v0 = vload(J, (3, c)) - (tp1 * w2 - tp2 * w1)
+        v1 = vload(J, (4, c)) - (tp2 * w0 - tp0 * w2)
+        v2 = vload(J, (5, c)) - (tp0 * w1 - tp1 * w0)
+        vstore(J, (0, c), t00 * w0 + t10 * w1 + t20 * w2)
+        vstore(J, (1, c), t01 * w0 + t11 * w1 + t21 * w2)
+        vstore(J, (2, c), t02 * w0 + t12 * w1 + t22 * w2)
+        vstore(J, (3, c), t00 * v0 + t10 * v1 + t20 * v2)
+        vstore(J, (4, c), t01 * v0 + t11 * v1 + t21 * v2)
+        vstore(J, (5, c), t02 * v0 + t12 * v1 + t22 * v2)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def jacobian_batch_lanes(mf, mi, Q, body_frame, out):
+    """Space (body_frame False) or body Jacobians (N, 6, dof) into out; returns the number of configurations
+    with NaN/inf. W lanes at a time; the tail and groups holding NaN/inf through the one-configuration kernel."""
+    Q, out = unowned(Q), unowned(out)  # rows count no references
+    n = Q.shape[0]
+    nb, dof = mi[0], mi[1]
+    ngroups = n // W
+    nc = max(1, min(ngroups, 64))
+    bad = 0
+    for c in prange(nc):
+        qp = np.empty((nb, W))
+        R = np.empty((nb, 9, W))
+        P = np.empty((nb, 3, W))
+        Ra = np.empty((nb, 9, W))
+        Pa = np.empty((nb, 3, W))
+        J = np.empty((6, dof, W))
+        ws = K.new_ws(mi)
+        Js = np.empty((6, dof))
+        T = np.empty((4, 4))
+        for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
+            k0 = g * W
+            if _group_finite(Q, Q, Q, k0):
+                _jacobian_group(mf, mi, Q, k0, body_frame, qp, R, P, Ra, Pa, J)
+                for l in range(W):
+                    for r in range(6):
+                        for cc in range(dof):
+                            out[k0 + l, r, cc] = J[r, cc, l]
+                continue
+            for k in range(k0, k0 + W):
+                if not K.all_finite(Q[k]):
+                    bad += 1
+                    continue
+                K.jacobian_row(mf, mi, Q[k], body_frame, ws, Js, T, out[k])
+    ws = K.new_ws(mi)
+    Js = np.empty((6, dof))
+    T = np.empty((4, 4))
+    for k in range(ngroups * W, n):
+        if not K.all_finite(Q[k]):
+            bad += 1
+            continue
+        K.jacobian_row(mf, mi, Q[k], body_frame, ws, Js, T, out[k])
+    return bad
+
+
 @njit(cache=True, parallel=True, error_model="numpy")
 def rnea_batch_lanes(mf, mi, Q, QD, QDD, grav, ftip, out):
     """Like _kernels.rnea_batch (returns the number of configurations with NaN/inf), W lanes at a time; the

@@ -354,14 +354,14 @@ class RobotModel:
         """Space Jacobians (N, 6, dof)."""
         Q = self._batch(Q, "Q")
         out = np.empty((Q.shape[0], 6, self.dof))
-        self._batch_status(K.jacobian_batch(self._mf, self._mi, Q, False, out), "jacobian_space_batch", Q)
+        self._batch_status(_LK.jacobian_batch_lanes(self._mf, self._mi, Q, False, out), "jacobian_space_batch", Q)
         return out
 
     def jacobian_body_batch(self, Q):
         """Body Jacobians (N, 6, dof)."""
         Q = self._batch(Q, "Q")
         out = np.empty((Q.shape[0], 6, self.dof))
-        self._batch_status(K.jacobian_batch(self._mf, self._mi, Q, True, out), "jacobian_body_batch", Q)
+        self._batch_status(_LK.jacobian_batch_lanes(self._mf, self._mi, Q, True, out), "jacobian_body_batch", Q)
         return out
 
     def within_limits(self, q, tol=0.0):

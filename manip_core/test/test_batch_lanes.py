@@ -93,3 +93,14 @@ def test_angles_beyond_the_fast_reduction_go_through_libm(model):
     expected = np.array([model.inverse_dynamics(q, qd, qdd) for q, qd, qdd in zip(Q, QD, QDD)])
     got = model.inverse_dynamics_batch(Q, QD, QDD)
     assert np.abs(got - expected).max() <= 1e-13 * max(1.0, float(np.abs(expected).max()))
+
+
+def test_jacobian_lanes_match_single_calls(model):
+    Q, _, _ = _states(model, 4 * W + 5, 17)
+    # the lanes rotate by Rodrigues about every axis, the single call by the coordinate-axis shortcut: 1e-16 apart
+    for batch, single in ((model.jacobian_space_batch, model.jacobian_space),
+                          (model.jacobian_body_batch, model.jacobian_body)):
+        assert np.abs(batch(Q) - np.array([single(q) for q in Q])).max() <= 1e-14
+    Q[W + 3, 1] = np.nan
+    with pytest.raises(InputError, match=rf"rows \[{W + 3}\]"):
+        model.jacobian_body_batch(Q)
