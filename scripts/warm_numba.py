@@ -105,6 +105,7 @@ def warm_core():
         r.forward_dynamics(q, qd, tau, out=out_v, data=data)
         r.rnea_derivatives(q, qd, qdd, data=data), r.forward_dynamics_derivatives(q, qd, tau, data=data)
         r.jacobian_time_derivative(q, qd, out=out_j, data=data)
+        r.jacobian_time_derivative(q, qd, "body", out=out_j, data=data)
 
 
 def warm_analysis():

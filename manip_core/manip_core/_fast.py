@@ -138,6 +138,38 @@ def _rnea_derivatives(h, q, qd, qdd, dq, dv, M):
     return _DK.rnea_derivatives(mf, mi, ws, dws, q, qd, qdd, g, g[:0], dq, dv, M)
 
 
+
+@njit(**_HOLD)
+def _forward_dynamics_derivatives(h, q, qd, tau, dq, dv, minv):
+    hd, mf, mi, ws, g = _model(h)
+    n = mi[1]
+    if not (hd[H_DYN] and _vec_ok(q, n) and _vec_ok(qd, n) and _vec_ok(tau, n) and _mat_ok(dq, n, n)
+            and _mat_ok(dv, n, n) and _mat_ok(minv, n, n)):
+        return 3
+    dws = _view_f64(hd[H_DWS], hd[H_DWS_N])
+    return _DK.forward_dynamics_derivatives(mf, mi, ws, dws, q, qd, tau, g, g[:0], dq, dv, minv)
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _jacobian_dot(h, q, qd, body_frame, out):
+    hd, mf, mi, ws, g = _model(h)
+    n = mi[1]
+    if not (_vec_ok(q, n) and _vec_ok(qd, n) and _mat_ok(out, 6, n)):
+        return 3
+    dws = _view_f64(hd[H_DWS], hd[H_DWS_N])
+    return _DK.jacobian_dot(mf, mi, ws, dws, q, qd, body_frame, out)
+
+
+@njit(**_HOLD)
+def _jacobian_dot_space(h, q, qd, out):
+    return _jacobian_dot(h, q, qd, False, out)
+
+
+@njit(**_HOLD)
+def _jacobian_dot_body(h, q, qd, out):
+    return _jacobian_dot(h, q, qd, True, out)
+
+
 _V, _M2, _I = types.float64[::1], types.float64[:, ::1], types.int64
 _R = types.Array(types.float64, 1, "C", readonly=True)
 # name -> argument types: h, inputs (read-only or writeable: numba converts writeable to read-only, registered
@@ -150,6 +182,9 @@ _SIGNATURES = {
     "mass_matrix": (_I, _R, _M2),
     "forward_dynamics": (_I, _R, _R, _R, _V),
     "rnea_derivatives": (_I, _R, _R, _R, _M2, _M2, _M2),
+    "forward_dynamics_derivatives": (_I, _R, _R, _R, _M2, _M2, _M2),
+    "jacobian_dot_space": (_I, _R, _R, _M2),
+    "jacobian_dot_body": (_I, _R, _R, _M2),
 }
 
 
@@ -187,6 +222,22 @@ def _forward_dynamics_nogil(h, q, qd, tau, out):
 @njit(**_FREE)
 def _rnea_derivatives_nogil(h, q, qd, qdd, dq, dv, M):
     return _rnea_derivatives(h, q, qd, qdd, dq, dv, M)
+
+
+
+@njit(**_FREE)
+def _forward_dynamics_derivatives_nogil(h, q, qd, tau, dq, dv, minv):
+    return _forward_dynamics_derivatives(h, q, qd, tau, dq, dv, minv)
+
+
+@njit(**_FREE)
+def _jacobian_dot_space_nogil(h, q, qd, out):
+    return _jacobian_dot_space(h, q, qd, out)
+
+
+@njit(**_FREE)
+def _jacobian_dot_body_nogil(h, q, qd, out):
+    return _jacobian_dot_body(h, q, qd, out)
 
 
 _DISPATCHERS = {name: globals()[f"_{name}"] for name in (*_SIGNATURES, *(f"{k}_nogil" for k in _SIGNATURES))}

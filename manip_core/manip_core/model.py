@@ -605,13 +605,21 @@ class RobotModel:
     def forward_dynamics_derivatives(self, q, qd, tau, gravity=GRAVITY_DEFAULT, f_tip=None, *, out=None,
                                      data=None):
         """(dqdd/dq, dqdd/dqd, dqdd/dtau = M(q)^-1) of forward_dynamics at (q, qd, tau), each (dof, dof)."""
-        if gravity is GRAVITY_DEFAULT and f_tip is None and data is None and (
-                out is None or out.__class__ is tuple and len(out) == 3):
-            # manip_core._cpython: a new tuple of new arrays, or the caller's out filled, or None
-            r = self._c_forward_dynamics_derivatives(q, qd, tau) if out is None else \
-                self._c_forward_dynamics_derivatives(q, qd, tau, *out)
-            if r is not None:
-                return out if out is not None else r
+        if gravity is GRAVITY_DEFAULT and f_tip is None and (out is None or out.__class__ is tuple and len(out) == 3):
+            if data is None:  # manip_core._cpython: a new tuple of new arrays, or the caller's out filled
+                r = self._c_forward_dynamics_derivatives(q, qd, tau) if out is None else \
+                    self._c_forward_dynamics_derivatives(q, qd, tau, *out)
+                if r is not None:
+                    return out if out is not None else r
+            n = self.dof
+            o = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n))) if out is None else out
+            try:
+                if not (F.forward_dynamics_derivatives(self._h, q, qd, tau, *o) if data is None else
+                        F.forward_dynamics_derivatives_nogil(data._h if data._mi is self._mi else self._ws_of(data),
+                                                             q, qd, tau, *o)):
+                    return o
+            except TypeError:
+                pass
         return _deriv.forward_dynamics_derivatives(self, q, qd, tau, gravity, f_tip, out, data)
 
     def forward_dynamics_derivatives_batch(self, Q, QD, TAU, gravity=GRAVITY_DEFAULT, f_tip=None):
@@ -621,11 +629,23 @@ class RobotModel:
     def jacobian_time_derivative(self, q, qd, frame="space", *, out=None, data=None):
         """dJ/dt (6, dof) of jacobian_space (frame "space") or jacobian_body ("body") at joint speeds qd, so
         that the tip's spatial acceleration is J qdd + dJ/dt qd ([omega; v] rows, same frame as J)."""
-        if data is None and (frame == "space" or frame == "body"):
-            f = self._c_jacobian_dot_space if frame == "space" else self._c_jacobian_dot_body
-            r = f(q, qd) if out is None else f(q, qd, out)
-            if r is not None:
-                return r
+        if frame == "space" or frame == "body":
+            if data is None:
+                f = self._c_jacobian_dot_space if frame == "space" else self._c_jacobian_dot_body
+                r = f(q, qd) if out is None else f(q, qd, out)
+                if r is not None:
+                    return r
+            o = np.empty((6, self.dof)) if out is None else out
+            try:
+                if data is None:
+                    st = (F.jacobian_dot_space if frame == "space" else F.jacobian_dot_body)(self._h, q, qd, o)
+                else:
+                    st = (F.jacobian_dot_space_nogil if frame == "space" else F.jacobian_dot_body_nogil)(
+                        data._h if data._mi is self._mi else self._ws_of(data), q, qd, o)
+                if not st:
+                    return o
+            except TypeError:
+                pass
         return _deriv.jacobian_time_derivative(self, q, qd, frame, out, data)
 
     # ------------------------------------------------------------------------------------- analysis
