@@ -80,6 +80,35 @@ def from_phys(mf, mi, x, out):
         out[j] = s
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def rodrigues(c, s, ax, ay, az):
+    """Rot(axis, q) row-major from c = cos q, s = sin q and the unit axis (floats, or c and s _simd vectors: the
+    same operations either way)."""
+    t = 1.0 - c
+    return (c + t * ax * ax, t * ax * ay - s * az, t * ax * az + s * ay,
+            t * ax * ay + s * az, c + t * ay * ay, t * ay * az - s * ax,
+            t * ax * az - s * ay, t * ay * az + s * ax, c + t * az * az)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def times_joint_rotation(kind, b00, b01, b02, b10, b11, b12, b20, b21, b22, s, c, ax, ay, az):
+    """B Rot(axis, q) row-major: kind 2, 1, 0 for an axis along z, y, x of the joint frame (two columns of B mix,
+    the third stays), else Rodrigues (floats, or _simd vectors)."""
+    if kind == 2:
+        return (c * b00 + s * b01, -s * b00 + c * b01, b02, c * b10 + s * b11, -s * b10 + c * b11, b12,
+                c * b20 + s * b21, -s * b20 + c * b21, b22)
+    if kind == 1:
+        return (-s * b02 + c * b00, b01, c * b02 + s * b00, -s * b12 + c * b10, b11, c * b12 + s * b10,
+                -s * b22 + c * b20, b21, c * b22 + s * b20)
+    if kind == 0:
+        return (b00, c * b01 + s * b02, -s * b01 + c * b02, b10, c * b11 + s * b12, -s * b11 + c * b12,
+                b20, c * b21 + s * b22, -s * b21 + c * b22)
+    j00, j01, j02, j10, j11, j12, j20, j21, j22 = rodrigues(c, s, ax, ay, az)
+    return (b00 * j00 + b01 * j10 + b02 * j20, b00 * j01 + b01 * j11 + b02 * j21, b00 * j02 + b01 * j12 + b02 * j22,
+            b10 * j00 + b11 * j10 + b12 * j20, b10 * j01 + b11 * j11 + b12 * j21, b10 * j02 + b11 * j12 + b12 * j22,
+            b20 * j00 + b21 * j10 + b22 * j20, b20 * j01 + b21 * j11 + b22 * j21, b20 * j02 + b21 * j12 + b22 * j22)
+
+
 @njit(**_JIT)
 def rel_transforms(mf, mi, qp, ws):
     """Pose of each body in its parent's frame: R_rel = R_X R_joint(q), p_rel = p_X (+ R_X axis q)."""
@@ -103,17 +132,8 @@ def rel_transforms(mf, mi, qp, ws):
             ws[w + W_PREL + r] = mf[b + O_P + r]
         s_, c_ = sincos(q)
         if kind == AXIS_GENERAL:
-            x, y, z = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
-            t = 1.0 - c_
-            j00 = c_ + t * x * x
-            j01 = t * x * y - s_ * z
-            j02 = t * x * z + s_ * y
-            j10 = t * x * y + s_ * z
-            j11 = c_ + t * y * y
-            j12 = t * y * z - s_ * x
-            j20 = t * x * z - s_ * y
-            j21 = t * y * z + s_ * x
-            j22 = c_ + t * z * z
+            j00, j01, j02, j10, j11, j12, j20, j21, j22 = rodrigues(c_, s_, mf[b + O_AX], mf[b + O_AX + 1],
+                                                                    mf[b + O_AX + 2])
             for r in range(3):
                 a0, a1, a2 = mf[b + O_R + 3 * r], mf[b + O_R + 3 * r + 1], mf[b + O_R + 3 * r + 2]
                 ws[w + W_RREL + 3 * r] = a0 * j00 + a1 * j10 + a2 * j20
@@ -268,30 +288,8 @@ def fk_into(mf, mi, q, ws, out):
             r00, r01, r02, r10, r11, r12, r20, r21, r22 = b00, b01, b02, b10, b11, b12, b20, b21, b22
             continue
         s, c = sincos(qi)
-        kind = mi[MI_HEADER + i * MI_STRIDE + 2]
-        if kind == 2:    # about z: columns 0, 1 mix
-            r00, r01, r02 = c * b00 + s * b01, -s * b00 + c * b01, b02
-            r10, r11, r12 = c * b10 + s * b11, -s * b10 + c * b11, b12
-            r20, r21, r22 = c * b20 + s * b21, -s * b20 + c * b21, b22
-        elif kind == 1:  # about y: columns 2, 0 mix
-            r00, r01, r02 = -s * b02 + c * b00, b01, c * b02 + s * b00
-            r10, r11, r12 = -s * b12 + c * b10, b11, c * b12 + s * b10
-            r20, r21, r22 = -s * b22 + c * b20, b21, c * b22 + s * b20
-        elif kind == 0:  # about x: columns 1, 2 mix
-            r00, r01, r02 = b00, c * b01 + s * b02, -s * b01 + c * b02
-            r10, r11, r12 = b10, c * b11 + s * b12, -s * b11 + c * b12
-            r20, r21, r22 = b20, c * b21 + s * b22, -s * b21 + c * b22
-        else:            # Rodrigues about the unit axis
-            t = 1.0 - c
-            j00, j01, j02 = c + t * ax * ax, t * ax * ay - s * az, t * ax * az + s * ay
-            j10, j11, j12 = t * ax * ay + s * az, c + t * ay * ay, t * ay * az - s * ax
-            j20, j21, j22 = t * ax * az - s * ay, t * ay * az + s * ax, c + t * az * az
-            r00, r01, r02 = (b00 * j00 + b01 * j10 + b02 * j20, b00 * j01 + b01 * j11 + b02 * j21,
-                             b00 * j02 + b01 * j12 + b02 * j22)
-            r10, r11, r12 = (b10 * j00 + b11 * j10 + b12 * j20, b10 * j01 + b11 * j11 + b12 * j21,
-                             b10 * j02 + b11 * j12 + b12 * j22)
-            r20, r21, r22 = (b20 * j00 + b21 * j10 + b22 * j20, b20 * j01 + b21 * j11 + b22 * j21,
-                             b20 * j02 + b21 * j12 + b22 * j22)
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = times_joint_rotation(
+            mi[MI_HEADER + i * MI_STRIDE + 2], b00, b01, b02, b10, b11, b12, b20, b21, b22, s, c, ax, ay, az)
     o = _tip_offset(mi)
     t_ = mf[o:o + 12]
     out[0, 0] = r00 * t_[0] + r01 * t_[3] + r02 * t_[6]

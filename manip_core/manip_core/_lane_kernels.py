@@ -22,6 +22,76 @@ from ._layout import BODY_STRIDE, JOINT_PRISMATIC, MI_HEADER, MI_STRIDE, O_AX, O
 _JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath=False)
 
 
+_INL = dict(cache=True, nogil=True, error_model="numpy", inline="always")
+
+
+@njit(**_INL)
+def _row3(X, i):
+    """X[i, 0:3] as 3 vectors (a position)."""
+    return vload(X, (i, 0)), vload(X, (i, 1)), vload(X, (i, 2))
+
+
+@njit(**_INL)
+def _row6(X, i):
+    """X[i, 0:6] as 6 vectors (a twist or a wrench)."""
+    return vload(X, (i, 0)), vload(X, (i, 1)), vload(X, (i, 2)), vload(X, (i, 3)), vload(X, (i, 4)), vload(X, (i, 5))
+
+
+@njit(**_INL)
+def _rot(R, i):
+    """Body i's relative rotation, row-major, as 9 vectors."""
+    return (vload(R, (i, 0)), vload(R, (i, 1)), vload(R, (i, 2)), vload(R, (i, 3)), vload(R, (i, 4)),
+            vload(R, (i, 5)), vload(R, (i, 6)), vload(R, (i, 7)), vload(R, (i, 8)))
+
+
+@njit(**_INL)
+def _store6(X, i, x0, x1, x2, x3, x4, x5):
+    vstore(X, (i, 0), x0)
+    vstore(X, (i, 1), x1)
+    vstore(X, (i, 2), x2)
+    vstore(X, (i, 3), x3)
+    vstore(X, (i, 4), x4)
+    vstore(X, (i, 5), x5)
+
+
+@njit(**_INL)
+def _joint_screw(mf, mi, i):
+    """Joint i's motion subspace S = [w; v] in its body frame: [axis; 0] (revolute) or [0; axis] (prismatic)."""
+    b = i * BODY_STRIDE
+    ax, ay, az = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
+    if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
+        return 0.0, 0.0, 0.0, ax, ay, az
+    return ax, ay, az, 0.0, 0.0, 0.0
+
+
+@njit(**_INL)
+def _inertia(mf, i):
+    """Body i's spatial inertia in its frame: m, h = m c (3), Ibar (9, row-major)."""
+    b = i * BODY_STRIDE
+    return (mf[b + O_M], mf[b + O_H], mf[b + O_H + 1], mf[b + O_H + 2], mf[b + O_I], mf[b + O_I + 1],
+            mf[b + O_I + 2], mf[b + O_I + 3], mf[b + O_I + 4], mf[b + O_I + 5], mf[b + O_I + 6], mf[b + O_I + 7],
+            mf[b + O_I + 8])
+
+
+@njit(**_INL)
+def _inertia_times(G, w0, w1, w2, v0, v1, v2):
+    """G [w; v] = [Ibar w + h x v; m v - h x w]."""
+    m, h0, h1, h2, I00, I01, I02, I10, I11, I12, I20, I21, I22 = G
+    return (I00 * w0 + I01 * w1 + I02 * w2 + h1 * v2 - h2 * v1, I10 * w0 + I11 * w1 + I12 * w2 + h2 * v0 - h0 * v2,
+            I20 * w0 + I21 * w1 + I22 * w2 + h0 * v1 - h1 * v0, m * v0 - (h1 * w2 - h2 * w1),
+            m * v1 - (h2 * w0 - h0 * w2), m * v2 - (h0 * w1 - h1 * w0))
+
+
+@njit(**_INL)
+def _motion_to_child(r0, r1, r2, r3, r4, r5, r6, r7, r8, q0, q1, q2, w0, w1, w2, v0, v1, v2):
+    """A parent's twist [w; v] seen in the child's frame (child pose R, p in the parent): [R^T w; R^T (v + w x p)]."""
+    u0 = v0 + w1 * q2 - w2 * q1
+    u1 = v1 + w2 * q0 - w0 * q2
+    u2 = v2 + w0 * q1 - w1 * q0
+    return (r0 * w0 + r3 * w1 + r6 * w2, r1 * w0 + r4 * w1 + r7 * w2, r2 * w0 + r5 * w1 + r8 * w2,
+            r0 * u0 + r3 * u1 + r6 * u2, r1 * u0 + r4 * u1 + r7 * u2, r2 * u0 + r5 * u1 + r8 * u2)
+
+
 @njit(**_JIT)
 def _gather_phys(mf, mi, Q, k0, qp):
     """Physical joint positions qp (nb, W) of configurations k0 .. k0 + W - 1: q_phys = A q + b."""
@@ -80,16 +150,7 @@ def _poses_group(mf, mi, Q, k0, qp, R, P):
             vstore(P, (i, 2), pz + dz * q)
             continue
         s, c = _sincos_row(qp, i, P)
-        t = 1.0 - c
-        j00 = c + t * ax * ax
-        j01 = t * ax * ay - s * az
-        j02 = t * ax * az + s * ay
-        j10 = t * ax * ay + s * az
-        j11 = c + t * ay * ay
-        j12 = t * ay * az - s * ax
-        j20 = t * ax * az - s * ay
-        j21 = t * ay * az + s * ax
-        j22 = c + t * az * az
+        j00, j01, j02, j10, j11, j12, j20, j21, j22 = K.rodrigues(c, s, ax, ay, az)
         vstore(R, (i, 0), x00 * j00 + x01 * j10 + x02 * j20)
         vstore(R, (i, 1), x00 * j01 + x01 * j11 + x02 * j21)
         vstore(R, (i, 2), x00 * j02 + x01 * j12 + x02 * j22)
@@ -113,24 +174,21 @@ def _backward_group(mf, mi, R, P, F, taup):
         b = i * BODY_STRIDE
         p = mi[MI_HEADER + i * MI_STRIDE]
         s0, s1, s2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
-        c0, c1, c2 = vload(F, (i, 0)), vload(F, (i, 1)), vload(F, (i, 2))
-        c3, c4, c5 = vload(F, (i, 3)), vload(F, (i, 4)), vload(F, (i, 5))
+        c0, c1, c2, c3, c4, c5 = _row6(F, i)
         if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
             vstore(taup, (i,), s0 * c3 + s1 * c4 + s2 * c5)
         else:
             vstore(taup, (i,), s0 * c0 + s1 * c1 + s2 * c2)
         if p < 0:
             continue
-        r0, r1, r2 = vload(R, (i, 0)), vload(R, (i, 1)), vload(R, (i, 2))
-        r3, r4, r5 = vload(R, (i, 3)), vload(R, (i, 4)), vload(R, (i, 5))
-        r6, r7, r8 = vload(R, (i, 6)), vload(R, (i, 7)), vload(R, (i, 8))
+        r0, r1, r2, r3, r4, r5, r6, r7, r8 = _rot(R, i)
         m0 = r0 * c0 + r1 * c1 + r2 * c2
         m1 = r3 * c0 + r4 * c1 + r5 * c2
         m2 = r6 * c0 + r7 * c1 + r8 * c2
         f0 = r0 * c3 + r1 * c4 + r2 * c5
         f1 = r3 * c3 + r4 * c4 + r5 * c5
         f2 = r6 * c3 + r7 * c4 + r8 * c5
-        q0, q1, q2 = vload(P, (i, 0)), vload(P, (i, 1)), vload(P, (i, 2))
+        q0, q1, q2 = _row3(P, i)
         vstore(F, (p, 0), vload(F, (p, 0)) + (m0 + q1 * f2 - q2 * f1))
         vstore(F, (p, 1), vload(F, (p, 1)) + (m1 + q2 * f0 - q0 * f2))
         vstore(F, (p, 2), vload(F, (p, 2)) + (m2 + q0 * f1 - q1 * f0))
@@ -166,52 +224,26 @@ def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp
     # forward: V_i = X_i V_p + S qd, A_i = X_i A_p + V_i x S qd + S qdd; F_i = G A_i + V_i x* G V_i
     zero = vsplat(0.0)
     for i in range(nb):
-        b = i * BODY_STRIDE
         p = mi[MI_HEADER + i * MI_STRIDE]
-        sw0, sw1, sw2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
-        sv0, sv1, sv2 = 0.0, 0.0, 0.0
-        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
-            sv0, sv1, sv2 = sw0, sw1, sw2
-            sw0, sw1, sw2 = 0.0, 0.0, 0.0
-        m = mf[b + O_M]
-        h0, h1, h2 = mf[b + O_H], mf[b + O_H + 1], mf[b + O_H + 2]
-        I00, I01, I02 = mf[b + O_I], mf[b + O_I + 1], mf[b + O_I + 2]
-        I10, I11, I12 = mf[b + O_I + 3], mf[b + O_I + 4], mf[b + O_I + 5]
-        I20, I21, I22 = mf[b + O_I + 6], mf[b + O_I + 7], mf[b + O_I + 8]
+        sw0, sw1, sw2, sv0, sv1, sv2 = _joint_screw(mf, mi, i)
+        G = _inertia(mf, i)
         if p < 0:
             vw0, vw1, vw2, vv0, vv1, vv2 = zero, zero, zero, zero, zero, zero
             aw0, aw1, aw2 = zero, zero, zero
             av0, av1, av2 = vsplat(-grav[0]), vsplat(-grav[1]), vsplat(-grav[2])
         else:
-            vw0, vw1, vw2 = vload(V, (p, 0)), vload(V, (p, 1)), vload(V, (p, 2))
-            vv0, vv1, vv2 = vload(V, (p, 3)), vload(V, (p, 4)), vload(V, (p, 5))
-            aw0, aw1, aw2 = vload(A, (p, 0)), vload(A, (p, 1)), vload(A, (p, 2))
-            av0, av1, av2 = vload(A, (p, 3)), vload(A, (p, 4)), vload(A, (p, 5))
-        r0, r1, r2 = vload(R, (i, 0)), vload(R, (i, 1)), vload(R, (i, 2))
-        r3, r4, r5 = vload(R, (i, 3)), vload(R, (i, 4)), vload(R, (i, 5))
-        r6, r7, r8 = vload(R, (i, 6)), vload(R, (i, 7)), vload(R, (i, 8))
-        q0, q1, q2 = vload(P, (i, 0)), vload(P, (i, 1)), vload(P, (i, 2))
-        # motion to child: w' = R^T w, v' = R^T (v + w x p)
-        u0 = vv0 + vw1 * q2 - vw2 * q1
-        u1 = vv1 + vw2 * q0 - vw0 * q2
-        u2 = vv2 + vw0 * q1 - vw1 * q0
+            vw0, vw1, vw2, vv0, vv1, vv2 = _row6(V, p)
+            aw0, aw1, aw2, av0, av1, av2 = _row6(A, p)
+        r0, r1, r2, r3, r4, r5, r6, r7, r8 = _rot(R, i)
+        q0, q1, q2 = _row3(P, i)
         qd = vload(qdp, (i,))
         qdd = vload(qddp, (i,))
-        w0 = r0 * vw0 + r3 * vw1 + r6 * vw2 + sw0 * qd
-        w1 = r1 * vw0 + r4 * vw1 + r7 * vw2 + sw1 * qd
-        w2 = r2 * vw0 + r5 * vw1 + r8 * vw2 + sw2 * qd
-        v0 = r0 * u0 + r3 * u1 + r6 * u2 + sv0 * qd
-        v1 = r1 * u0 + r4 * u1 + r7 * u2 + sv1 * qd
-        v2 = r2 * u0 + r5 * u1 + r8 * u2 + sv2 * qd
-        u0 = av0 + aw1 * q2 - aw2 * q1
-        u1 = av1 + aw2 * q0 - aw0 * q2
-        u2 = av2 + aw0 * q1 - aw1 * q0
-        a0 = r0 * aw0 + r3 * aw1 + r6 * aw2
-        a1 = r1 * aw0 + r4 * aw1 + r7 * aw2
-        a2 = r2 * aw0 + r5 * aw1 + r8 * aw2
-        a3 = r0 * u0 + r3 * u1 + r6 * u2
-        a4 = r1 * u0 + r4 * u1 + r7 * u2
-        a5 = r2 * u0 + r5 * u1 + r8 * u2
+        w0, w1, w2, v0, v1, v2 = _motion_to_child(r0, r1, r2, r3, r4, r5, r6, r7, r8, q0, q1, q2,
+                                                  vw0, vw1, vw2, vv0, vv1, vv2)
+        w0, w1, w2 = w0 + sw0 * qd, w1 + sw1 * qd, w2 + sw2 * qd
+        v0, v1, v2 = v0 + sv0 * qd, v1 + sv1 * qd, v2 + sv2 * qd
+        a0, a1, a2, a3, a4, a5 = _motion_to_child(r0, r1, r2, r3, r4, r5, r6, r7, r8, q0, q1, q2,
+                                                  aw0, aw1, aw2, av0, av1, av2)
         # + ad_V (S qd) + S qdd
         t0, t1, t2, t3, t4, t5 = sw0 * qd, sw1 * qd, sw2 * qd, sv0 * qd, sv1 * qd, sv2 * qd
         a0 = a0 + (w1 * t2 - w2 * t1 + sw0 * qdd)
@@ -220,38 +252,14 @@ def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp
         a3 = a3 + (v1 * t2 - v2 * t1 + w1 * t5 - w2 * t4 + sv0 * qdd)
         a4 = a4 + (v2 * t0 - v0 * t2 + w2 * t3 - w0 * t5 + sv1 * qdd)
         a5 = a5 + (v0 * t1 - v1 * t0 + w0 * t4 - w1 * t3 + sv2 * qdd)
-        vstore(V, (i, 0), w0)
-        vstore(V, (i, 1), w1)
-        vstore(V, (i, 2), w2)
-        vstore(V, (i, 3), v0)
-        vstore(V, (i, 4), v1)
-        vstore(V, (i, 5), v2)
-        vstore(A, (i, 0), a0)
-        vstore(A, (i, 1), a1)
-        vstore(A, (i, 2), a2)
-        vstore(A, (i, 3), a3)
-        vstore(A, (i, 4), a4)
-        vstore(A, (i, 5), a5)
-        # G x = [I w + h x v; m v - h x w]
-        f0 = I00 * a0 + I01 * a1 + I02 * a2 + h1 * a5 - h2 * a4
-        f1 = I10 * a0 + I11 * a1 + I12 * a2 + h2 * a3 - h0 * a5
-        f2 = I20 * a0 + I21 * a1 + I22 * a2 + h0 * a4 - h1 * a3
-        f3 = m * a3 - (h1 * a2 - h2 * a1)
-        f4 = m * a4 - (h2 * a0 - h0 * a2)
-        f5 = m * a5 - (h0 * a1 - h1 * a0)
-        k0_ = I00 * w0 + I01 * w1 + I02 * w2 + h1 * v2 - h2 * v1
-        k1_ = I10 * w0 + I11 * w1 + I12 * w2 + h2 * v0 - h0 * v2
-        k2_ = I20 * w0 + I21 * w1 + I22 * w2 + h0 * v1 - h1 * v0
-        k3_ = m * v0 - (h1 * w2 - h2 * w1)
-        k4_ = m * v1 - (h2 * w0 - h0 * w2)
-        k5_ = m * v2 - (h0 * w1 - h1 * w0)
+        _store6(V, i, w0, w1, w2, v0, v1, v2)
+        _store6(A, i, a0, a1, a2, a3, a4, a5)
+        f0, f1, f2, f3, f4, f5 = _inertia_times(G, a0, a1, a2, a3, a4, a5)
+        k0_, k1_, k2_, k3_, k4_, k5_ = _inertia_times(G, w0, w1, w2, v0, v1, v2)
         # - ad_V^T (G V) = [w x gm + v x gf; w x gf]
-        vstore(F, (i, 0), f0 + w1 * k2_ - w2 * k1_ + v1 * k5_ - v2 * k4_)
-        vstore(F, (i, 1), f1 + w2 * k0_ - w0 * k2_ + v2 * k3_ - v0 * k5_)
-        vstore(F, (i, 2), f2 + w0 * k1_ - w1 * k0_ + v0 * k4_ - v1 * k3_)
-        vstore(F, (i, 3), f3 + w1 * k5_ - w2 * k4_)
-        vstore(F, (i, 4), f4 + w2 * k3_ - w0 * k5_)
-        vstore(F, (i, 5), f5 + w0 * k4_ - w1 * k3_)
+        _store6(F, i, f0 + w1 * k2_ - w2 * k1_ + v1 * k5_ - v2 * k4_, f1 + w2 * k0_ - w0 * k2_ + v2 * k3_ - v0 * k5_,
+                f2 + w0 * k1_ - w1 * k0_ + v0 * k4_ - v1 * k3_, f3 + w1 * k5_ - w2 * k4_, f4 + w2 * k3_ - w0 * k5_,
+                f5 + w0 * k4_ - w1 * k3_)
     tb = mi[2]
     if has_ftip and tb >= 0:
         for r in range(6):
@@ -341,30 +349,8 @@ def _fk_group(mf, mi, Q, k0, qp, P, T):
             r00, r01, r02, r10, r11, r12, r20, r21, r22 = b00, b01, b02, b10, b11, b12, b20, b21, b22
             continue
         s, c = _sincos_row(qp, i, P)
-        kind = mi[MI_HEADER + i * MI_STRIDE + 2]
-        if kind == 2:    # about z: columns 0, 1 mix
-            r00, r01, r02 = c * b00 + s * b01, -s * b00 + c * b01, b02
-            r10, r11, r12 = c * b10 + s * b11, -s * b10 + c * b11, b12
-            r20, r21, r22 = c * b20 + s * b21, -s * b20 + c * b21, b22
-        elif kind == 1:  # about y: columns 2, 0 mix
-            r00, r01, r02 = -s * b02 + c * b00, b01, c * b02 + s * b00
-            r10, r11, r12 = -s * b12 + c * b10, b11, c * b12 + s * b10
-            r20, r21, r22 = -s * b22 + c * b20, b21, c * b22 + s * b20
-        elif kind == 0:  # about x: columns 1, 2 mix
-            r00, r01, r02 = b00, c * b01 + s * b02, -s * b01 + c * b02
-            r10, r11, r12 = b10, c * b11 + s * b12, -s * b11 + c * b12
-            r20, r21, r22 = b20, c * b21 + s * b22, -s * b21 + c * b22
-        else:            # Rodrigues about the unit axis
-            t = 1.0 - c
-            j00, j01, j02 = c + t * ax * ax, t * ax * ay - s * az, t * ax * az + s * ay
-            j10, j11, j12 = t * ax * ay + s * az, c + t * ay * ay, t * ay * az - s * ax
-            j20, j21, j22 = t * ax * az - s * ay, t * ay * az + s * ax, c + t * az * az
-            r00, r01, r02 = (b00 * j00 + b01 * j10 + b02 * j20, b00 * j01 + b01 * j11 + b02 * j21,
-                             b00 * j02 + b01 * j12 + b02 * j22)
-            r10, r11, r12 = (b10 * j00 + b11 * j10 + b12 * j20, b10 * j01 + b11 * j11 + b12 * j21,
-                             b10 * j02 + b11 * j12 + b12 * j22)
-            r20, r21, r22 = (b20 * j00 + b21 * j10 + b22 * j20, b20 * j01 + b21 * j11 + b22 * j21,
-                             b20 * j02 + b21 * j12 + b22 * j22)
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = K.times_joint_rotation(
+            mi[MI_HEADER + i * MI_STRIDE + 2], b00, b01, b02, b10, b11, b12, b20, b21, b22, s, c, ax, ay, az)
     o = K._tip_offset(mi)
     t0, t1, t2, t3, t4, t5 = mf[o], mf[o + 1], mf[o + 2], mf[o + 3], mf[o + 4], mf[o + 5]
     t6, t7, t8, t9, t10, t11 = mf[o + 6], mf[o + 7], mf[o + 8], mf[o + 9], mf[o + 10], mf[o + 11]
@@ -389,7 +375,7 @@ def fk_batch_lanes(mf, mi, Q, out):
     Q, out = unowned(Q), unowned(out)  # rows count no references
     n = Q.shape[0]
     nb = mi[0]
-    ngroups = n // W
+    ngroups = (n + W - 1) // W  # the last one may be partial: the scalar kernel
     nc = max(1, min(ngroups, 64))
     bad = 0
     for c in prange(nc):
@@ -399,7 +385,7 @@ def fk_batch_lanes(mf, mi, Q, out):
         ws = K.new_ws(mi)
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
-            if _group_finite(Q, Q, Q, k0):
+            if k0 + W <= n and _group_finite(Q, Q, Q, k0):
                 _fk_group(mf, mi, Q, k0, qp, P, T)
                 for l in range(W):
                     o = out[k0 + l]
@@ -413,17 +399,11 @@ def fk_batch_lanes(mf, mi, Q, out):
                     o[3, 2] = 0.0
                     o[3, 3] = 1.0
                 continue
-            for k in range(k0, k0 + W):
+            for k in range(k0, min(k0 + W, n)):
                 if not K.all_finite(Q[k]):
                     bad += 1
                     continue
                 K.fk_into(mf, mi, Q[k], ws, out[k])
-    ws = K.new_ws(mi)
-    for k in range(ngroups * W, n):
-        if not K.all_finite(Q[k]):
-            bad += 1
-            continue
-        K.fk_into(mf, mi, Q[k], ws, out[k])
     return bad
 
 
@@ -444,7 +424,7 @@ def _jacobian_group(mf, mi, Q, k0, body_frame, qp, R, P, Ra, Pa, J):
             for k in range(3):
                 vstore(Pa, (i, k), vload(P, (i, k)))
             continue
-        e0, e1, e2 = vload(P, (i, 0)), vload(P, (i, 1)), vload(P, (i, 2))
+        e0, e1, e2 = _row3(P, i)
         for r in range(3):
             a0, a1, a2 = vload(Ra, (p, 3 * r)), vload(Ra, (p, 3 * r + 1)), vload(Ra, (p, 3 * r + 2))
             for c in range(3):
@@ -532,7 +512,7 @@ def jacobian_batch_lanes(mf, mi, Q, body_frame, out):
     Q, out = unowned(Q), unowned(out)  # rows count no references
     n = Q.shape[0]
     nb, dof = mi[0], mi[1]
-    ngroups = n // W
+    ngroups = (n + W - 1) // W  # the last one may be partial: the scalar kernel
     nc = max(1, min(ngroups, 64))
     bad = 0
     for c in prange(nc):
@@ -547,37 +527,29 @@ def jacobian_batch_lanes(mf, mi, Q, body_frame, out):
         T = np.empty((4, 4))
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
-            if _group_finite(Q, Q, Q, k0):
+            if k0 + W <= n and _group_finite(Q, Q, Q, k0):
                 _jacobian_group(mf, mi, Q, k0, body_frame, qp, R, P, Ra, Pa, J)
                 for l in range(W):
                     for r in range(6):
                         for cc in range(dof):
                             out[k0 + l, r, cc] = J[r, cc, l]
                 continue
-            for k in range(k0, k0 + W):
+            for k in range(k0, min(k0 + W, n)):
                 if not K.all_finite(Q[k]):
                     bad += 1
                     continue
                 K.jacobian_row(mf, mi, Q[k], body_frame, ws, Js, T, out[k])
-    ws = K.new_ws(mi)
-    Js = np.empty((6, dof))
-    T = np.empty((4, 4))
-    for k in range(ngroups * W, n):
-        if not K.all_finite(Q[k]):
-            bad += 1
-            continue
-        K.jacobian_row(mf, mi, Q[k], body_frame, ws, Js, T, out[k])
     return bad
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def rnea_batch_lanes(mf, mi, Q, QD, QDD, grav, ftip, out):
     """Like _kernels.rnea_batch (returns the number of configurations with NaN/inf), W lanes at a time; the
-    configurations that do not fill a whole group, and groups holding NaN/inf, go through the scalar kernel."""
+    last group when it is partial, and groups holding NaN/inf, go through the scalar kernel."""
     Q, QD, QDD, out = unowned(Q), unowned(QD), unowned(QDD), unowned(out)  # rows count no references
     n = Q.shape[0]
     nb = mi[0]
-    ngroups = n // W
+    ngroups = (n + W - 1) // W  # the last one may be partial: the scalar kernel
     nc = max(1, min(ngroups, 64))
     ftb = np.zeros(6)
     has_ftip = ftip.size == 6
@@ -596,20 +568,14 @@ def rnea_batch_lanes(mf, mi, Q, QD, QDD, grav, ftip, out):
         ws = K.new_ws(mi)
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
-            if _group_finite(Q, QD, QDD, k0):
+            if k0 + W <= n and _group_finite(Q, QD, QDD, k0):
                 _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftb, has_ftip, qp, qdp, qddp, R, P, V, A, F, out)
                 continue
-            for k in range(k0, k0 + W):
+            for k in range(k0, min(k0 + W, n)):
                 if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(QDD[k])):
                     bad += 1
                     continue
                 K.rnea_into(mf, mi, Q[k], QD[k], QDD[k], grav, ftip, ws, out[k])
-    ws = K.new_ws(mi)
-    for k in range(ngroups * W, n):
-        if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(QDD[k])):
-            bad += 1
-            continue
-        K.rnea_into(mf, mi, Q[k], QD[k], QDD[k], grav, ftip, ws, out[k])
     return bad
 
 
@@ -634,10 +600,8 @@ def _mass_group(mf, mi, R, P, Yc, Mp, Ma, F):
         p = mi[MI_HEADER + i * MI_STRIDE]
         if p < 0:
             continue
-        r00, r01, r02 = vload(R, (i, 0)), vload(R, (i, 1)), vload(R, (i, 2))
-        r10, r11, r12 = vload(R, (i, 3)), vload(R, (i, 4)), vload(R, (i, 5))
-        r20, r21, r22 = vload(R, (i, 6)), vload(R, (i, 7)), vload(R, (i, 8))
-        b0, b1, b2 = vload(P, (i, 0)), vload(P, (i, 1)), vload(P, (i, 2))
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = _rot(R, i)
+        b0, b1, b2 = _row3(P, i)
         m, h0, h1, h2 = vload(Yc, (i, 0)), vload(Yc, (i, 1)), vload(Yc, (i, 2)), vload(Yc, (i, 3))
         i00, i01, i02 = vload(Yc, (i, 4)), vload(Yc, (i, 5)), vload(Yc, (i, 6))
         i11, i12, i22 = vload(Yc, (i, 7)), vload(Yc, (i, 8)), vload(Yc, (i, 9))
@@ -683,13 +647,11 @@ def _mass_group(mf, mi, R, P, Yc, Mp, Ma, F):
         j = i
         a = mi[MI_HEADER + j * MI_STRIDE]
         while a >= 0:
-            r0, r1, r2 = vload(R, (j, 0)), vload(R, (j, 1)), vload(R, (j, 2))
-            r3, r4, r5 = vload(R, (j, 3)), vload(R, (j, 4)), vload(R, (j, 5))
-            r6, r7, r8 = vload(R, (j, 6)), vload(R, (j, 7)), vload(R, (j, 8))
+            r0, r1, r2, r3, r4, r5, r6, r7, r8 = _rot(R, j)
             n0 = r0 * f3 + r1 * f4 + r2 * f5
             n1 = r3 * f3 + r4 * f4 + r5 * f5
             n2 = r6 * f3 + r7 * f4 + r8 * f5
-            q0, q1, q2 = vload(P, (j, 0)), vload(P, (j, 1)), vload(P, (j, 2))
+            q0, q1, q2 = _row3(P, j)
             m0 = r0 * f0 + r1 * f1 + r2 * f2 + q1 * n2 - q2 * n1
             m1 = r3 * f0 + r4 * f1 + r5 * f2 + q2 * n0 - q0 * n2
             m2 = r6 * f0 + r7 * f1 + r8 * f2 + q0 * n1 - q1 * n0
@@ -746,48 +708,21 @@ def _mass_times_group(mf, mi, R, P, x, qddp, A, F, taup):
             vstore(qddp, (i,), vload(x, (i,)))
     # A_i = X_i A_p + S qdd_i (A_base = 0), F_i = G_i A_i
     for i in range(nb):
-        b = i * BODY_STRIDE
         p = mi[MI_HEADER + i * MI_STRIDE]
-        sw0, sw1, sw2 = mf[b + O_AX], mf[b + O_AX + 1], mf[b + O_AX + 2]
-        sv0, sv1, sv2 = 0.0, 0.0, 0.0
-        if mi[MI_HEADER + i * MI_STRIDE + 1] == JOINT_PRISMATIC:
-            sv0, sv1, sv2 = sw0, sw1, sw2
-            sw0, sw1, sw2 = 0.0, 0.0, 0.0
-        m = mf[b + O_M]
-        h0, h1, h2 = mf[b + O_H], mf[b + O_H + 1], mf[b + O_H + 2]
-        I00, I01, I02 = mf[b + O_I], mf[b + O_I + 1], mf[b + O_I + 2]
-        I10, I11, I12 = mf[b + O_I + 3], mf[b + O_I + 4], mf[b + O_I + 5]
-        I20, I21, I22 = mf[b + O_I + 6], mf[b + O_I + 7], mf[b + O_I + 8]
+        sw0, sw1, sw2, sv0, sv1, sv2 = _joint_screw(mf, mi, i)
         qdd = vload(qddp, (i,))
         a0, a1, a2 = sw0 * qdd, sw1 * qdd, sw2 * qdd
         a3, a4, a5 = sv0 * qdd, sv1 * qdd, sv2 * qdd
         if p >= 0:
-            aw0, aw1, aw2 = vload(A, (p, 0)), vload(A, (p, 1)), vload(A, (p, 2))
-            q0, q1, q2 = vload(P, (i, 0)), vload(P, (i, 1)), vload(P, (i, 2))
-            u0 = vload(A, (p, 3)) + aw1 * q2 - aw2 * q1
-            u1 = vload(A, (p, 4)) + aw2 * q0 - aw0 * q2
-            u2 = vload(A, (p, 5)) + aw0 * q1 - aw1 * q0
-            r0, r1, r2 = vload(R, (i, 0)), vload(R, (i, 1)), vload(R, (i, 2))
-            r3, r4, r5 = vload(R, (i, 3)), vload(R, (i, 4)), vload(R, (i, 5))
-            r6, r7, r8 = vload(R, (i, 6)), vload(R, (i, 7)), vload(R, (i, 8))
-            a0 = a0 + (r0 * aw0 + r3 * aw1 + r6 * aw2)
-            a1 = a1 + (r1 * aw0 + r4 * aw1 + r7 * aw2)
-            a2 = a2 + (r2 * aw0 + r5 * aw1 + r8 * aw2)
-            a3 = a3 + (r0 * u0 + r3 * u1 + r6 * u2)
-            a4 = a4 + (r1 * u0 + r4 * u1 + r7 * u2)
-            a5 = a5 + (r2 * u0 + r5 * u1 + r8 * u2)
-        vstore(A, (i, 0), a0)
-        vstore(A, (i, 1), a1)
-        vstore(A, (i, 2), a2)
-        vstore(A, (i, 3), a3)
-        vstore(A, (i, 4), a4)
-        vstore(A, (i, 5), a5)
-        vstore(F, (i, 0), I00 * a0 + I01 * a1 + I02 * a2 + h1 * a5 - h2 * a4)
-        vstore(F, (i, 1), I10 * a0 + I11 * a1 + I12 * a2 + h2 * a3 - h0 * a5)
-        vstore(F, (i, 2), I20 * a0 + I21 * a1 + I22 * a2 + h0 * a4 - h1 * a3)
-        vstore(F, (i, 3), m * a3 - (h1 * a2 - h2 * a1))
-        vstore(F, (i, 4), m * a4 - (h2 * a0 - h0 * a2))
-        vstore(F, (i, 5), m * a5 - (h0 * a1 - h1 * a0))
+            r0, r1, r2, r3, r4, r5, r6, r7, r8 = _rot(R, i)
+            q0, q1, q2 = _row3(P, i)
+            aw0, aw1, aw2, av0, av1, av2 = _row6(A, p)
+            b0, b1, b2, b3, b4, b5 = _motion_to_child(r0, r1, r2, r3, r4, r5, r6, r7, r8, q0, q1, q2,
+                                                      aw0, aw1, aw2, av0, av1, av2)
+            a0, a1, a2, a3, a4, a5 = a0 + b0, a1 + b1, a2 + b2, a3 + b3, a4 + b4, a5 + b5
+        _store6(A, i, a0, a1, a2, a3, a4, a5)
+        f0, f1, f2, f3, f4, f5 = _inertia_times(_inertia(mf, i), a0, a1, a2, a3, a4, a5)
+        _store6(F, i, f0, f1, f2, f3, f4, f5)
     _backward_group(mf, mi, R, P, F, taup)
 
 
@@ -880,7 +815,7 @@ def forward_dynamics_batch_lanes(mf, mi, Q, QD, TAU, grav, ftip, out):
     Q, QD, TAU, out = unowned(Q), unowned(QD), unowned(TAU), unowned(out)  # rows count no references
     n = Q.shape[0]
     nb, dof = mi[0], mi[1]
-    ngroups = n // W
+    ngroups = (n + W - 1) // W  # the last one may be partial: the scalar kernel
     nc = max(1, min(ngroups, 64))
     ftb = np.zeros(6)
     has_ftip = ftip.size == 6
@@ -904,22 +839,15 @@ def forward_dynamics_batch_lanes(mf, mi, Q, QD, TAU, grav, ftip, out):
         ws = K.new_ws(mi)
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
-            if _group_finite(Q, QD, TAU, k0) and _fd_group(mf, mi, Q, QD, TAU, k0, grav, ftb, has_ftip, qp, qdp,
-                                                           qddp, R, P, V, A, F, Yc, Mp, Ma, r, r0, out):
+            if k0 + W <= n and _group_finite(Q, QD, TAU, k0) and _fd_group(
+                    mf, mi, Q, QD, TAU, k0, grav, ftb, has_ftip, qp, qdp, qddp, R, P, V, A, F, Yc, Mp, Ma, r, r0, out):
                 continue
-            for k in range(k0, k0 + W):
+            for k in range(k0, min(k0 + W, n)):
                 if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(TAU[k])):
                     bad += 1
                     continue
                 if not K.forward_dynamics_into(mf, mi, Q[k], QD[k], TAU[k], grav, ftip, ws, out[k]):
                     bad += 1
-    ws = K.new_ws(mi)
-    for k in range(ngroups * W, n):
-        if not (K.all_finite(Q[k]) and K.all_finite(QD[k]) and K.all_finite(TAU[k])):
-            bad += 1
-            continue
-        if not K.forward_dynamics_into(mf, mi, Q[k], QD[k], TAU[k], grav, ftip, ws, out[k]):
-            bad += 1
     return bad
 
 
@@ -929,7 +857,7 @@ def mass_matrix_batch_lanes(mf, mi, Q, out):
     Q, out = unowned(Q), unowned(out)  # rows count no references
     n = Q.shape[0]
     nb, dof = mi[0], mi[1]
-    ngroups = n // W
+    ngroups = (n + W - 1) // W  # the last one may be partial: the scalar kernel
     nc = max(1, min(ngroups, 64))
     bad = 0
     for c in prange(nc):
@@ -943,7 +871,7 @@ def mass_matrix_batch_lanes(mf, mi, Q, out):
         ws = K.new_ws(mi)
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
-            if _group_finite(Q, Q, Q, k0):
+            if k0 + W <= n and _group_finite(Q, Q, Q, k0):
                 _poses_group(mf, mi, Q, k0, qp, R, P)
                 M = _mass_group(mf, mi, R, P, Yc, Mp, Ma, V)
                 for r in range(dof):
@@ -951,15 +879,9 @@ def mass_matrix_batch_lanes(mf, mi, Q, out):
                         for l in range(W):
                             out[k0 + l, r, cc] = M[r, cc, l]
                 continue
-            for k in range(k0, k0 + W):
+            for k in range(k0, min(k0 + W, n)):
                 if not K.all_finite(Q[k]):
                     bad += 1
                     continue
                 K.crba_into(mf, mi, Q[k], ws, out[k])
-    ws = K.new_ws(mi)
-    for k in range(ngroups * W, n):
-        if not K.all_finite(Q[k]):
-            bad += 1
-            continue
-        K.crba_into(mf, mi, Q[k], ws, out[k])
     return bad

@@ -29,11 +29,8 @@ _C4, _C5, _C6 = -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.1359
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def sincos(x):
-    """(sin x, cos x) of x in rad."""
-    if not abs(x) <= FAST_BOUND_RAD:
-        return np.sin(x), np.cos(x)
-    fn = np.rint(x * _INVPIO2)
+def _reduced(x, fn):
+    """sin r, cos r of r = x - fn pi/2 (fn = rint(x 2/pi)): x a float or a _simd vector, the same operations."""
     r = ((x - fn * _PIO2_1) - fn * _PIO2_2) - fn * _PIO2_3
     z = r * r
     w = z * z
@@ -43,7 +40,16 @@ def sincos(x):
     q = z * (_C1 + z * (_C2 + z * _C3)) + w * w * (_C4 + z * (_C5 + z * _C6))
     hz = 0.5 * z
     t = 1.0 - hz
-    c = t + (((1.0 - t) - hz) + z * q)
+    return s, t + (((1.0 - t) - hz) + z * q)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def sincos(x):
+    """(sin x, cos x) of x in rad."""
+    if not abs(x) <= FAST_BOUND_RAD:
+        return np.sin(x), np.cos(x)
+    fn = np.rint(x * _INVPIO2)
+    s, c = _reduced(x, fn)
     # quadrant n mod 4: (sin, cos) = (s, c), (c, -s), (-s, -c), (-c, s), by selects and exact sign products:
     # n is random from one call to the next in a batch, and branches on it were a third slower there
     n = np.int64(fn)
@@ -58,15 +64,7 @@ def sincos_lanes(x):
     """sincos of every lane of x (a _simd vector), the same bits as sincos lane by lane for |x| <= FAST_BOUND_RAD;
     the caller recomputes lanes beyond it (or NaN, inf) with libm."""
     fn = vrint(x * _INVPIO2)
-    r = ((x - fn * _PIO2_1) - fn * _PIO2_2) - fn * _PIO2_3
-    z = r * r
-    w = z * z
-    v = z * r
-    s = r + v * (_S1 + z * (_S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))))
-    q = z * (_C1 + z * (_C2 + z * _C3)) + w * w * (_C4 + z * (_C5 + z * _C6))
-    hz = 0.5 * z
-    t = 1.0 - hz
-    c = t + (((1.0 - t) - hz) + z * q)
+    s, c = _reduced(x, fn)
     # the quadrant in floats (fn is an integer below 2^17 in magnitude: every step exact): n4 = fn mod 4,
     # swap = n4 mod 2, sin's sign -1 for n4 in {2, 3}, cos's for n4 in {1, 2}
     n4 = fn - 4.0 * vfloor(fn * 0.25)
