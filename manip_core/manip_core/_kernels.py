@@ -495,6 +495,17 @@ def _inertia_times_s(x, o, w0, w1, w2, v0, v1, v2):
             m * v0 - (h1 * w2 - h2 * w1), m * v1 - (h2 * w0 - h0 * w2), m * v2 - (h0 * w1 - h1 * w0))
 
 
+@njit(inline="always", cache=True, _nrt=True)
+def _put6(ws, o, x0, x1, x2, x3, x4, x5):
+    """ws[o:o + 6] = a twist or a wrench, element by element (no slice)."""
+    ws[o] = x0
+    ws[o + 1] = x1
+    ws[o + 2] = x2
+    ws[o + 3] = x3
+    ws[o + 4] = x4
+    ws[o + 5] = x5
+
+
 @njit(**_JIT)
 def rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, tau_p):
     """Recursive Newton-Euler on the physical joints (rel transforms already in ws).
@@ -544,18 +555,8 @@ def rnea_phys(mf, mi, qp, qdp, qddp, grav, ftip, ws, tau_p):
         # F = G A - ad_V^T (G V), G V = gv (_inertia_times_s); - ad_V^T gv = [w x gm + v x gf; w x gf]
         f0, f1, f2, f3, f4, f5 = _inertia_times_s(mf, b + O_M, a0, a1, a2, a3, a4, a5)
         g0, g1, g2, g3, g4, g5 = _inertia_times_s(mf, b + O_M, w0, w1, w2, v0, v1, v2)
-        ws[w + W_V] = w0
-        ws[w + W_V + 1] = w1
-        ws[w + W_V + 2] = w2
-        ws[w + W_V + 3] = v0
-        ws[w + W_V + 4] = v1
-        ws[w + W_V + 5] = v2
-        ws[w + W_A] = a0
-        ws[w + W_A + 1] = a1
-        ws[w + W_A + 2] = a2
-        ws[w + W_A + 3] = a3
-        ws[w + W_A + 4] = a4
-        ws[w + W_A + 5] = a5
+        _put6(ws, w + W_V, w0, w1, w2, v0, v1, v2)
+        _put6(ws, w + W_A, a0, a1, a2, a3, a4, a5)
         ws[w + W_F] = f0 + (w1 * g2 - w2 * g1 + v1 * g5 - v2 * g4)
         ws[w + W_F + 1] = f1 + (w2 * g0 - w0 * g2 + v2 * g3 - v0 * g5)
         ws[w + W_F + 2] = f2 + (w0 * g1 - w1 * g0 + v0 * g4 - v1 * g3)
@@ -632,19 +633,9 @@ def mass_times_phys(mf, mi, qddp, ws, tau_p):
             a0 += ax0 * qdd
             a1 += ax1 * qdd
             a2 += ax2 * qdd
-        ws[w + W_A] = a0
-        ws[w + W_A + 1] = a1
-        ws[w + W_A + 2] = a2
-        ws[w + W_A + 3] = a3
-        ws[w + W_A + 4] = a4
-        ws[w + W_A + 5] = a5
+        _put6(ws, w + W_A, a0, a1, a2, a3, a4, a5)
         f0, f1, f2, f3, f4, f5 = _inertia_times_s(mf, b + O_M, a0, a1, a2, a3, a4, a5)
-        ws[w + W_F] = f0
-        ws[w + W_F + 1] = f1
-        ws[w + W_F + 2] = f2
-        ws[w + W_F + 3] = f3
-        ws[w + W_F + 4] = f4
-        ws[w + W_F + 5] = f5
+        _put6(ws, w + W_F, f0, f1, f2, f3, f4, f5)
     _rnea_backward(mf, mi, ws, tau_p)
 
 
