@@ -791,14 +791,18 @@ def _is_ancestor(mi, a, b):
 
 
 @njit(**_JIT)
+def is_chain(mi):
+    """A serial chain: each body's parent is the one before it, so every pair of bodies is related."""
+    for i in range(mi[0]):
+        if mi[MI_HEADER + i * MI_STRIDE] != i - 1:
+            return False
+    return True
+
+
+@njit(**_JIT)
 def _zero_unrelated(mi, M):
     nb = mi[0]
-    chain = True  # a serial chain (each body's parent the one before it): every pair is related
-    for i in range(nb):
-        if mi[MI_HEADER + i * MI_STRIDE] != i - 1:
-            chain = False
-            break
-    if chain:
+    if is_chain(mi):
         return
     for i in range(nb):
         for j in range(i):

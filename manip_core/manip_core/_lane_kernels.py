@@ -92,21 +92,33 @@ def _motion_to_child(r0, r1, r2, r3, r4, r5, r6, r7, r8, q0, q1, q2, w0, w1, w2,
             r0 * u0 + r3 * u1 + r6 * u2, r1 * u0 + r4 * u1 + r7 * u2, r2 * u0 + r5 * u1 + r8 * u2)
 
 
+@njit(**_INL)
+def _force_to_parent(r0, r1, r2, r3, r4, r5, r6, r7, r8, q0, q1, q2, c0, c1, c2, c3, c4, c5):
+    """A child's wrench [m; f] in its parent's frame (child pose R, p in the parent): [R m + p x R f; R f]
+    (_kernels._force_to_parent_s, on vectors)."""
+    n0 = r0 * c3 + r1 * c4 + r2 * c5
+    n1 = r3 * c3 + r4 * c4 + r5 * c5
+    n2 = r6 * c3 + r7 * c4 + r8 * c5
+    return (r0 * c0 + r1 * c1 + r2 * c2 + q1 * n2 - q2 * n1, r3 * c0 + r4 * c1 + r5 * c2 + q2 * n0 - q0 * n2,
+            r6 * c0 + r7 * c1 + r8 * c2 + q0 * n1 - q1 * n0, n0, n1, n2)
+
+
 @njit(**_JIT)
-def _gather_phys(mf, mi, Q, k0, qp):
-    """Physical joint positions qp (nb, W) of configurations k0 .. k0 + W - 1: q_phys = A q + b."""
+def _gather_phys(mf, mi, X, k0, with_offset, xp):
+    """Physical joint values xp (nb, W) of rows k0 .. k0 + W - 1 of X: A x (+ b with_offset, for positions),
+    as _kernels.to_phys."""
     nb, dof = mi[0], mi[1]
     om = K._map_offset(mi)
     for i in range(nb):
         if mi[3] != 0:
             for l in range(W):
-                s0 = mf[om + nb * dof + i]
+                s0 = mf[om + nb * dof + i] if with_offset else 0.0
                 for j in range(dof):
-                    s0 += mf[om + i * dof + j] * Q[k0 + l, j]
-                qp[i, l] = s0
+                    s0 += mf[om + i * dof + j] * X[k0 + l, j]
+                xp[i, l] = s0
         else:
             for l in range(W):
-                qp[i, l] = Q[k0 + l, i]
+                xp[i, l] = X[k0 + l, i]
 
 
 @njit(**_JIT)
@@ -130,7 +142,7 @@ def _poses_group(mf, mi, Q, k0, qp, R, P):
     """Physical joint positions qp (nb, W) of configurations k0 .. k0 + W - 1 and each body's pose in its
     parent's frame, R (nb, 9, W) row-major and P (nb, 3, W)."""
     nb = mi[0]
-    _gather_phys(mf, mi, Q, k0, qp)
+    _gather_phys(mf, mi, Q, k0, True, qp)
     for i in range(nb):
         b = i * BODY_STRIDE
         x00, x01, x02 = mf[b + O_R], mf[b + O_R + 1], mf[b + O_R + 2]
@@ -182,19 +194,11 @@ def _backward_group(mf, mi, R, P, F, taup):
         if p < 0:
             continue
         r0, r1, r2, r3, r4, r5, r6, r7, r8 = _rot(R, i)
-        m0 = r0 * c0 + r1 * c1 + r2 * c2
-        m1 = r3 * c0 + r4 * c1 + r5 * c2
-        m2 = r6 * c0 + r7 * c1 + r8 * c2
-        f0 = r0 * c3 + r1 * c4 + r2 * c5
-        f1 = r3 * c3 + r4 * c4 + r5 * c5
-        f2 = r6 * c3 + r7 * c4 + r8 * c5
         q0, q1, q2 = _row3(P, i)
-        vstore(F, (p, 0), vload(F, (p, 0)) + (m0 + q1 * f2 - q2 * f1))
-        vstore(F, (p, 1), vload(F, (p, 1)) + (m1 + q2 * f0 - q0 * f2))
-        vstore(F, (p, 2), vload(F, (p, 2)) + (m2 + q0 * f1 - q1 * f0))
-        vstore(F, (p, 3), vload(F, (p, 3)) + f0)
-        vstore(F, (p, 4), vload(F, (p, 4)) + f1)
-        vstore(F, (p, 5), vload(F, (p, 5)) + f2)
+        m0, m1, m2, f0, f1, f2 = _force_to_parent(r0, r1, r2, r3, r4, r5, r6, r7, r8, q0, q1, q2,
+                                                  c0, c1, c2, c3, c4, c5)
+        e0, e1, e2, e3, e4, e5 = _row6(F, p)
+        _store6(F, p, e0 + m0, e1 + m1, e2 + m2, e3 + f0, e4 + f1, e5 + f2)
 
 
 @njit(**_JIT)
@@ -206,21 +210,11 @@ def _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftip_body, has_ftip, qp, qdp, qddp
     mimic = mi[3] != 0
     om = K._map_offset(mi)
     _poses_group(mf, mi, Q, k0, qp, R, P)
-    for i in range(nb):
-        if mimic:
-            for l in range(W):
-                s1 = 0.0
-                s2 = 0.0
-                for j in range(dof):
-                    a = mf[om + i * dof + j]
-                    s1 += a * QD[k0 + l, j]
-                    s2 += a * QDD[k0 + l, j] if with_qdd else 0.0
-                qdp[i, l] = s1
-                qddp[i, l] = s2
-        else:
-            for l in range(W):
-                qdp[i, l] = QD[k0 + l, i]
-                qddp[i, l] = QDD[k0 + l, i] if with_qdd else 0.0
+    _gather_phys(mf, mi, QD, k0, False, qdp)
+    if with_qdd:
+        _gather_phys(mf, mi, QDD, k0, False, qddp)
+    else:
+        qddp[:] = 0.0
     # forward: V_i = X_i V_p + S qd, A_i = X_i A_p + V_i x S qd + S qdd; F_i = G A_i + V_i x* G V_i
     zero = vsplat(0.0)
     for i in range(nb):
@@ -302,9 +296,10 @@ def _tip_wrench_body(mf, mi, ftip, out6):
 
 
 @njit(**_JIT)
-def _group_finite(Q, QD, QDD, k0):
+def _rows_finite(X, k0):
+    """Rows k0 .. k0 + W - 1 of X hold no NaN or inf."""
     for l in range(W):
-        if not (K.all_finite(Q[k0 + l]) and K.all_finite(QD[k0 + l]) and K.all_finite(QDD[k0 + l])):
+        if not K.all_finite(X[k0 + l]):
             return False
     return True
 
@@ -315,7 +310,7 @@ def _fk_group(mf, mi, Q, k0, qp, P, T):
     _kernels.fk_into, the running pose (R, p) down the tip's path: R <- R R_X R_joint(q_i),
     p <- p + R p_X (+ R R_X axis q_i for a prismatic joint), then (R, p) T_off. P: scratch (nb, 3, W)."""
     nb = mi[0]
-    _gather_phys(mf, mi, Q, k0, qp)
+    _gather_phys(mf, mi, Q, k0, True, qp)
     one, zero = vsplat(1.0), vsplat(0.0)
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = one, zero, zero, zero, one, zero, zero, zero, one
     p0, p1, p2 = zero, zero, zero
@@ -385,7 +380,7 @@ def fk_batch_lanes(mf, mi, Q, out):
         ws = K.new_ws(mi)
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
-            if k0 + W <= n and _group_finite(Q, Q, Q, k0):
+            if k0 + W <= n and _rows_finite(Q, k0):
                 _fk_group(mf, mi, Q, k0, qp, P, T)
                 for l in range(W):
                     o = out[k0 + l]
@@ -527,7 +522,7 @@ def jacobian_batch_lanes(mf, mi, Q, body_frame, out):
         T = np.empty((4, 4))
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
-            if k0 + W <= n and _group_finite(Q, Q, Q, k0):
+            if k0 + W <= n and _rows_finite(Q, k0):
                 _jacobian_group(mf, mi, Q, k0, body_frame, qp, R, P, Ra, Pa, J)
                 for l in range(W):
                     for r in range(6):
@@ -568,7 +563,7 @@ def rnea_batch_lanes(mf, mi, Q, QD, QDD, grav, ftip, out):
         ws = K.new_ws(mi)
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
-            if k0 + W <= n and _group_finite(Q, QD, QDD, k0):
+            if k0 + W <= n and _rows_finite(Q, k0) and _rows_finite(QD, k0) and _rows_finite(QDD, k0):
                 _rnea_group(mf, mi, Q, QD, QDD, k0, grav, ftb, has_ftip, qp, qdp, qddp, R, P, V, A, F, out)
                 continue
             for k in range(k0, min(k0 + W, n)):
@@ -648,31 +643,27 @@ def _mass_group(mf, mi, R, P, Yc, Mp, Ma, F):
         a = mi[MI_HEADER + j * MI_STRIDE]
         while a >= 0:
             r0, r1, r2, r3, r4, r5, r6, r7, r8 = _rot(R, j)
-            n0 = r0 * f3 + r1 * f4 + r2 * f5
-            n1 = r3 * f3 + r4 * f4 + r5 * f5
-            n2 = r6 * f3 + r7 * f4 + r8 * f5
             q0, q1, q2 = _row3(P, j)
-            m0 = r0 * f0 + r1 * f1 + r2 * f2 + q1 * n2 - q2 * n1
-            m1 = r3 * f0 + r4 * f1 + r5 * f2 + q2 * n0 - q0 * n2
-            m2 = r6 * f0 + r7 * f1 + r8 * f2 + q0 * n1 - q1 * n0
-            f0, f1, f2, f3, f4, f5 = m0, m1, m2, n0, n1, n2
+            f0, f1, f2, f3, f4, f5 = _force_to_parent(r0, r1, r2, r3, r4, r5, r6, r7, r8, q0, q1, q2,
+                                                      f0, f1, f2, f3, f4, f5)
             ba = a * BODY_STRIDE
             sx, sy, sz = mf[ba + O_AX], mf[ba + O_AX + 1], mf[ba + O_AX + 2]
             if mi[MI_HEADER + a * MI_STRIDE + 1] == JOINT_PRISMATIC:
-                v = sx * n0 + sy * n1 + sz * n2
+                v = sx * f3 + sy * f4 + sz * f5
             else:
-                v = sx * m0 + sy * m1 + sz * m2
+                v = sx * f0 + sy * f1 + sz * f2
             vstore(Mp, (a, i), v)
             vstore(Mp, (i, a), v)
             j = a
             a = mi[MI_HEADER + j * MI_STRIDE]
-    # bodies on other branches do not couple
+    # bodies on other branches do not couple (a serial chain has none)
     zero = vsplat(0.0)
-    for i in range(nb):
-        for j in range(i):
-            if not (K._is_ancestor(mi, j, i) or K._is_ancestor(mi, i, j)):
-                vstore(Mp, (i, j), zero)
-                vstore(Mp, (j, i), zero)
+    if not K.is_chain(mi):
+        for i in range(nb):
+            for j in range(i):
+                if not (K._is_ancestor(mi, j, i) or K._is_ancestor(mi, i, j)):
+                    vstore(Mp, (i, j), zero)
+                    vstore(Mp, (j, i), zero)
     if mi[3] != 0:
         for rr in range(dof):
             for cc in range(dof):
@@ -839,7 +830,7 @@ def forward_dynamics_batch_lanes(mf, mi, Q, QD, TAU, grav, ftip, out):
         ws = K.new_ws(mi)
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
-            if k0 + W <= n and _group_finite(Q, QD, TAU, k0) and _fd_group(
+            if k0 + W <= n and _rows_finite(Q, k0) and _rows_finite(QD, k0) and _rows_finite(TAU, k0) and _fd_group(
                     mf, mi, Q, QD, TAU, k0, grav, ftb, has_ftip, qp, qdp, qddp, R, P, V, A, F, Yc, Mp, Ma, r, r0, out):
                 continue
             for k in range(k0, min(k0 + W, n)):
@@ -871,7 +862,7 @@ def mass_matrix_batch_lanes(mf, mi, Q, out):
         ws = K.new_ws(mi)
         for g in range(c * ngroups // nc, (c + 1) * ngroups // nc):
             k0 = g * W
-            if k0 + W <= n and _group_finite(Q, Q, Q, k0):
+            if k0 + W <= n and _rows_finite(Q, k0):
                 _poses_group(mf, mi, Q, k0, qp, R, P)
                 M = _mass_group(mf, mi, R, P, Yc, Mp, Ma, V)
                 for r in range(dof):
